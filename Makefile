@@ -1,0 +1,30 @@
+# The usual targets. `make demo` and `make test` work on a fresh machine: they create .venv first.
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): setup.cfg pyproject.toml
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	# The CPU build of PyTorch first: a plain `pip install torch` pulls a multi-GB CUDA build.
+	$(PYTHON) -m pip install --quiet torch==2.13.0
+	$(PYTHON) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash examples/demo.sh
+
+test: $(STAMP)
+	$(PYTHON) -m pytest -q
+
+lint: $(STAMP)
+	$(PYTHON) -m pip install --quiet ruff && $(VENV)/bin/ruff check mosesrnn moses_integration tests benchmarks
+
+bench: $(STAMP)
+	$(PYTHON) benchmarks/score_speed.py
+	$(PYTHON) benchmarks/train_speed.py
+
+clean:
+	rm -rf $(VENV) demo-output .pytest_cache

@@ -1,0 +1,229 @@
+"""Streaming, lossless reading and writing of Moses phrase tables.
+
+A line is ``source ||| target ||| scores [||| alignment ||| counts ||| sparse ||| properties]``.
+We split on ``|||`` and keep every field's exact spacing, so :func:`format_line` is the exact
+inverse of :func:`parse_line`; new feature values go *inside* the scores field, after the
+existing scores, which is the only place Moses reads them as dense features (see
+``shared/docs/moses.md``).
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import BinaryIO, Iterator, Sequence
+
+from isal import igzip_threaded
+
+__all__ = [
+    "PhraseTableError", "PhraseEntry", "parse_line", "format_line", "read_entries",
+    "count_scores", "TableReader", "atomic_output", "words",
+]
+
+FIELD_SEPARATOR = "|||"
+_WHITESPACE = re.compile(r"[ \t]+")  # Moses splits words on space and tab only (not U+00A0)
+
+
+class PhraseTableError(ValueError):
+    """A malformed phrase table; the message names the file and the line."""
+
+    def __init__(self, path: str, line_no: int, problem: str):
+        super().__init__(f"{path}:{line_no}: {problem}")
+        self.path, self.line_no, self.problem = path, line_no, problem
+
+
+@dataclass(frozen=True)
+class PhraseEntry:
+    """One phrase pair, with its raw fields kept byte for byte.
+
+    ``fields`` are the text between ``|||`` separators, spacing included; ``ending`` is the
+    line terminator (``"\\n"``, ``"\\r\\n"`` or ``""`` on a last line without one).
+    """
+
+    line_no: int
+    fields: tuple[str, ...]
+    scores: tuple[float, ...]
+    ending: str
+
+    @property
+    def source(self) -> str:
+        """The source phrase without surrounding spaces, e.g. ``"das Haus"``."""
+        return self.fields[0].strip(" \t")
+
+    @property
+    def target(self) -> str:
+        """The target phrase without surrounding spaces."""
+        return self.fields[1].strip(" \t")
+
+
+def words(phrase: str) -> list[str]:
+    """Split a phrase into words the way Moses does, keeping only factor 0 of factored words.
+
+    >>> words("das|ART Haus|NN")
+    ['das', 'Haus']
+    """
+    tokens = _WHITESPACE.split(phrase) if "\t" in phrase else phrase.split(" ")
+    if "|" in phrase:
+        return [token.split("|", 1)[0] for token in tokens if token]
+    return [token for token in tokens if token]
+
+
+def parse_line(line: str, path: str, line_no: int, expected_scores: int | None = None) -> PhraseEntry:
+    """Parse one phrase-table line, checking what Moses would reject or misread.
+
+    Raises :class:`PhraseTableError` for fewer than three fields, an empty source or target
+    phrase, a score that is not a finite non-negative number, or (given ``expected_scores``) a
+    different number of scores.
+    """
+    body = line.rstrip("\r\n")
+    fields = tuple(body.split(FIELD_SEPARATOR))
+    if len(fields) < 3:
+        raise PhraseTableError(path, line_no, f"expected at least 3 '|||'-separated fields, found {len(fields)}")
+    if not fields[0].strip():
+        raise PhraseTableError(path, line_no, "empty source phrase")
+    if not fields[1].strip():
+        raise PhraseTableError(path, line_no, "empty target phrase")
+    scores = _parse_scores(fields[2], path, line_no)
+    if expected_scores is not None and len(scores) != expected_scores:
+        raise PhraseTableError(
+            path, line_no, f"{len(scores)} scores, but the first line has {expected_scores}")
+    return PhraseEntry(line_no, fields, scores, line[len(body):])
+
+
+def _parse_scores(field: str, path: str, line_no: int) -> tuple[float, ...]:
+    tokens = field.split()
+    if not tokens:
+        raise PhraseTableError(path, line_no, "empty scores field")
+    scores = []
+    for token in tokens:
+        try:
+            value = float(token)
+        except ValueError:
+            raise PhraseTableError(path, line_no, f"score {token!r} is not a number") from None
+        if math.isnan(value) or math.isinf(value):
+            raise PhraseTableError(path, line_no, f"score {token!r} is not finite (Moses takes its log)")
+        if value < 0:
+            raise PhraseTableError(path, line_no, f"score {token!r} is negative (Moses' log of it is NaN)")
+        scores.append(value)
+    return tuple(scores)
+
+
+def format_line(entry: PhraseEntry, appended: Sequence[str] = ()) -> str:
+    """Write ``entry`` back, with ``appended`` values added at the end of its scores field.
+
+    With nothing appended the result equals the line that was parsed.
+    """
+    if not appended:
+        return FIELD_SEPARATOR.join(entry.fields) + entry.ending
+    scores = entry.fields[2]
+    core = scores.rstrip(" \t")
+    new_scores = core + " " + " ".join(appended) + scores[len(core):]
+    return FIELD_SEPARATOR.join((*entry.fields[:2], new_scores, *entry.fields[3:])) + entry.ending
+
+
+class TableReader:
+    """Stream the entries of a phrase table in file order, validating each line.
+
+    ``-`` reads stdin; ``*.gz`` is decompressed on a background thread, so gzip overlaps with
+    the caller's work. Every line must have the number of scores of the first line. A line that
+    is not valid ``encoding``, or a truncated or corrupt gzip stream, raises
+    :class:`PhraseTableError`. Lines before ``start_line`` are skipped (for resuming); the first line still fixes the score count.
+    ``position()`` and ``size`` (compressed bytes read and in all; ``size`` is None for stdin)
+    drive progress bars.
+    """
+
+    def __init__(self, path: str, encoding: str = "utf-8", start_line: int = 1):
+        if path != "-" and not os.path.isfile(path):
+            raise FileNotFoundError(f"{path}: no such file")
+        self.path, self.encoding, self.start_line = path, encoding, start_line
+        self.size = None if path == "-" else os.path.getsize(path)
+        self._raw: BinaryIO | None = None
+        self._position = 0
+
+    def position(self) -> int:
+        """Bytes of the (compressed) input consumed so far."""
+        try:
+            self._position = self._raw.tell()
+        except (AttributeError, OSError, ValueError):  # not open yet, or closed by the reading thread
+            pass
+        return self._position
+
+    def __iter__(self) -> Iterator[PhraseEntry]:
+        if self.path == "-":
+            yield from self._entries(sys.stdin.buffer)
+            return
+        with open(self.path, "rb") as raw:
+            self._raw = raw
+            if self.path.endswith(".gz"):
+                with igzip_threaded.open(raw, "rb", threads=1) as stream:
+                    yield from self._entries(stream)
+            else:
+                yield from self._entries(raw)
+
+    def _entries(self, stream: BinaryIO) -> Iterator[PhraseEntry]:
+        path, encoding, expected, line_no = self.path, self.encoding, None, 0
+        lines = iter(stream)
+        while True:
+            try:
+                raw = next(lines)
+            except StopIteration:
+                return
+            except (EOFError, OSError) as error:  # truncated gzip, bad CRC, not gzip at all
+                raise PhraseTableError(path, line_no + 1, f"cannot read compressed data: {error}") from None
+            line_no += 1
+            if 1 < line_no < self.start_line:
+                continue
+            try:
+                line = raw.decode(encoding)
+            except UnicodeDecodeError as error:
+                raise PhraseTableError(
+                    path, line_no,
+                    f"not valid {encoding} at byte {error.start} "
+                    f"(for a legacy table, pass its encoding, e.g. --encoding latin-1)") from None
+            entry = parse_line(line, path, line_no, expected)
+            expected = len(entry.scores)
+            if line_no >= self.start_line:  # line 1 is always parsed: it fixes the score count
+                yield entry
+
+
+def read_entries(path: str, encoding: str = "utf-8", start_line: int = 1) -> Iterator[PhraseEntry]:
+    """Stream the validated entries of a phrase table (see :class:`TableReader`)."""
+    return iter(TableReader(path, encoding, start_line))
+
+
+def count_scores(path: str, encoding: str = "utf-8") -> int:
+    """Return the number of scores on the first line of a phrase table."""
+    for entry in read_entries(path, encoding):
+        return len(entry.scores)
+    raise PhraseTableError(path, 1, "the phrase table is empty")
+
+
+@contextlib.contextmanager
+def atomic_output(path: str) -> Iterator[BinaryIO]:
+    """Open ``path`` for binary writing so that it appears only when the block succeeds.
+
+    Data goes to a temporary file in the same directory, which is renamed over ``path`` at the
+    end and removed on error; ``*.gz`` is compressed; ``-`` writes to stdout.
+    """
+    if path == "-":
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, temp_path = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            if path.endswith(".gz"):
+                with igzip_threaded.open(raw, "wb", compresslevel=1, threads=1) as stream:
+                    yield stream
+            else:
+                yield raw
+        os.replace(temp_path, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_path)
+        raise

@@ -1,0 +1,169 @@
+"""Word shortlists (the paper's 15,000 most frequent words per language) and their files.
+
+A vocabulary file is plain UTF-8 text with a version line, then one ``word<TAB>count`` line per
+word, most frequent first. Ids 0, 1 and 2 are reserved for padding, the unknown word and the
+end of a phrase; the file's first word gets id 3.
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+from .phrase_table import PhraseEntry, words
+
+__all__ = [
+    "PAD", "UNK", "EOS", "RESERVED", "Vocabulary", "VocabularyPair", "CoverageReport",
+    "unique_pairs", "build_vocabularies",
+]
+
+PAD, UNK, EOS = "<pad>", "<unk>", "</s>"
+RESERVED = (PAD, UNK, EOS)
+FORMAT_HEADER = "#mosesrnn vocabulary version: 1"
+SOURCE_FILE, TARGET_FILE = "source.vocab", "target.vocab"
+
+
+class Vocabulary:
+    """A shortlist of words mapped to ids, the reserved symbols first."""
+
+    def __init__(self, words_by_frequency: Sequence[str], counts: Sequence[int] | None = None):
+        self.itos = list(RESERVED) + list(words_by_frequency)
+        self.counts = list(counts) if counts is not None else [0] * len(words_by_frequency)
+        self.stoi = {word: index for index, word in enumerate(self.itos)}
+        self._words = frozenset(self.itos[len(RESERVED):])
+        if len(self.stoi) != len(self.itos):
+            raise ValueError("vocabulary words must be unique and must not be reserved symbols")
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self._words
+
+    def ids(self, phrase_words: Iterable[str]) -> list[int]:
+        """Map words to ids; words outside the shortlist become the ``<unk>`` id."""
+        unk = self.stoi[UNK]
+        return [self.stoi.get(word, unk) for word in phrase_words]
+
+    def count_unknown(self, phrase_words: Iterable[str]) -> int:
+        """Number of words outside the shortlist."""
+        known = self._words
+        return sum(word not in known for word in phrase_words)
+
+    def digest(self) -> str:
+        """A short hash of the word list, for signatures."""
+        return hashlib.sha256("\n".join(self.itos).encode("utf-8")).hexdigest()[:12]
+
+    def save(self, path: str) -> None:
+        """Write the vocabulary file (atomically)."""
+        temp_path = f"{path}.part"
+        with open(temp_path, "w", encoding="utf-8", newline="\n") as out:
+            out.write(FORMAT_HEADER + "\n")
+            for word, count in zip(self.itos[len(RESERVED):], self.counts):
+                out.write(f"{word}\t{count}\n")
+        os.replace(temp_path, path)
+
+    @classmethod
+    def load(cls, path: str) -> "Vocabulary":
+        """Read a vocabulary file written by :meth:`save`."""
+        with open(path, encoding="utf-8") as lines:
+            header = lines.readline().rstrip("\n")
+            if header != FORMAT_HEADER:
+                raise ValueError(f"{path}:1: not a mosesrnn vocabulary (expected {FORMAT_HEADER!r})")
+            entries = []
+            for line_no, line in enumerate(lines, start=2):
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) != 2 or not parts[1].isdigit():
+                    raise ValueError(f"{path}:{line_no}: expected 'word<TAB>count'")
+                entries.append((parts[0], int(parts[1])))
+        return cls([word for word, _ in entries], [count for _, count in entries])
+
+
+@dataclass(frozen=True)
+class VocabularyPair:
+    """The source and target shortlists of one model."""
+
+    source: Vocabulary
+    target: Vocabulary
+
+    def save(self, directory: str) -> None:
+        """Write ``source.vocab`` and ``target.vocab`` into ``directory``."""
+        os.makedirs(directory, exist_ok=True)
+        self.source.save(os.path.join(directory, SOURCE_FILE))
+        self.target.save(os.path.join(directory, TARGET_FILE))
+
+    @classmethod
+    def load(cls, directory: str) -> "VocabularyPair":
+        """Read the pair written by :meth:`save`."""
+        return cls(Vocabulary.load(os.path.join(directory, SOURCE_FILE)),
+                   Vocabulary.load(os.path.join(directory, TARGET_FILE)))
+
+    def digest(self) -> str:
+        """A short hash of both word lists."""
+        return hashlib.sha256((self.source.digest() + self.target.digest()).encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class CoverageReport:
+    """How much of the running text of the unique pairs the shortlists cover."""
+
+    pairs: int
+    source_types: int
+    target_types: int
+    source_coverage: float
+    target_coverage: float
+
+    def __str__(self) -> str:
+        return (f"{self.pairs:,} unique phrase pairs; shortlists cover "
+                f"{100 * self.source_coverage:.1f}% of source words ({self.source_types:,} types) and "
+                f"{100 * self.target_coverage:.1f}% of target words ({self.target_types:,} types)")
+
+
+def unique_pairs(entries: Iterable[PhraseEntry]) -> Iterator[PhraseEntry]:
+    """Drop repeated (source, target) pairs, as the paper trains on the *unique* pairs.
+
+    Moses tables list all targets of a source together, so only the targets of the current
+    source are remembered: memory stays constant in the table size.
+    """
+    current_source, seen_targets = None, set()
+    for entry in entries:
+        if entry.source != current_source:
+            current_source, seen_targets = entry.source, set()
+        if entry.target not in seen_targets:
+            seen_targets.add(entry.target)
+            yield entry
+
+
+def _shortlist(counter: collections.Counter, size: int) -> Vocabulary:
+    # Most frequent first; ties broken by the word itself so that files are byte-identical.
+    ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:size]
+    return Vocabulary([word for word, _ in ranked], [count for _, count in ranked])
+
+
+def _coverage(counter: collections.Counter, vocabulary: Vocabulary) -> float:
+    total = sum(counter.values())
+    return sum(count for word, count in counter.items() if word in vocabulary) / total if total else 0.0
+
+
+def build_vocabularies(entries: Iterable[PhraseEntry], size: int = 15000,
+                       target_size: int | None = None) -> tuple[VocabularyPair, CoverageReport]:
+    """Count words over the unique phrase pairs and keep the ``size`` most frequent per side."""
+    source_counts: collections.Counter = collections.Counter()
+    target_counts: collections.Counter = collections.Counter()
+    pairs = 0
+    for entry in unique_pairs(entries):
+        source_counts.update(words(entry.source))
+        target_counts.update(words(entry.target))
+        pairs += 1
+    reserved = set(RESERVED)
+    for counter in (source_counts, target_counts):
+        for symbol in reserved & counter.keys():
+            del counter[symbol]  # a literal "<unk>" in a table is an unknown word, not our symbol
+    vocabularies = VocabularyPair(_shortlist(source_counts, size),
+                                  _shortlist(target_counts, target_size or size))
+    report = CoverageReport(pairs, len(source_counts), len(target_counts),
+                            _coverage(source_counts, vocabularies.source),
+                            _coverage(target_counts, vocabularies.target))
+    return vocabularies, report
