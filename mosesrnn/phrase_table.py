@@ -222,8 +222,15 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
                     yield stream
             else:
                 yield raw
+        os.chmod(temp_path, 0o666 & ~_umask())  # mkstemp's 0600 would hide the table from others
         os.replace(temp_path, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp_path)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

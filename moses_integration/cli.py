@@ -1,0 +1,167 @@
+"""Click commands ``moses-ini``, ``binarize`` and ``mert-moses``.
+
+Each parses its options, calls one library function and turns the library's errors into a
+:class:`click.ClickException` (message on stderr, exit status 1). Register them on a group with
+``group.add_command(moses_ini)`` etc.
+"""
+from __future__ import annotations
+
+import click
+from mosesrnn.phrase_table import PhraseTableError
+
+from .binarize import BINARY_FORMATS, FORMATS, binarize_table
+from .mert import BLEU_TOKENIZERS, MertOptions, tune
+from .moses_ini import update_moses_ini
+from .weights import DEFAULT_WEIGHTS
+from .tools import MosesToolError, format_command
+
+__all__ = ["moses_ini", "binarize", "mert_moses"]
+
+_LIBRARY_ERRORS = (ValueError, PhraseTableError, MosesToolError, OSError)
+
+
+def _comma_list(ctx, param, value):
+    """Split ``a,b`` into a tuple (None stays None)."""
+    if value is None:
+        return None
+    items = tuple(item.strip() for item in value.split(",") if item.strip())
+    if not items:
+        raise click.BadParameter("give a comma-separated list", ctx, param)
+    return items
+
+
+def _float_list(ctx, param, value):
+    """Split ``0.1,-0.1`` into a tuple of floats (None stays None)."""
+    items = _comma_list(ctx, param, value)
+    try:
+        return None if items is None else tuple(float(item) for item in items)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of numbers", ctx, param) from None
+
+
+_DEFAULTS_TEXT = ", ".join(f"{name} {weight:+g}" for name, weight in DEFAULT_WEIGHTS.items())
+
+
+@click.command("moses-ini")
+@click.argument("ini", type=click.Path(exists=True, dir_okay=False))
+@click.option("--table", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The scored phrase table (text, usually .gz). Its first line must have exactly the new "
+                   "num-features scores. Written to the ini as given: Moses resolves a relative path against "
+                   "the directory it runs in, so prefer an absolute path.")
+@click.option("--add", type=click.IntRange(min=1),
+              help="How many score columns were appended (checked against --features/--weights).")
+@click.option("--features", callback=_comma_list, metavar="NAMES",
+              help=f"Names of the appended columns, in order, as given to `mosesrnn score --features` "
+                   f"(default: read from TABLE.json, which `score` writes, else rnn,unk); they choose the "
+                   f"default initial weights: {_DEFAULTS_TEXT}.")
+@click.option("--weights", callback=_float_list, metavar="W1,W2",
+              help="Initial weights of the appended columns, in order (overrides the defaults of "
+                   "--features).")
+@click.option("--feature", "feature_name", metavar="NAME",
+              help="Which phrase-table feature to change, by its Moses name (e.g. TranslationModel0); "
+                   "needed when the ini has several phrase tables.")
+@click.option("--binary", metavar="PATH",
+              help="For a PhraseDictionaryCompact or PhraseDictionaryOnDisk feature: the binarized table "
+                   "to point at (default: what `binarize` writes, TABLE without .gz plus .minphr/.ondisk).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The new moses.ini (written atomically; must differ from INI).")
+def moses_ini(ini, table, add, features, weights, feature_name, binary, output):
+    """Point the phrase table of INI at a scored TABLE and add weights for its new columns.
+
+    Raises the feature's num-features, appends the initial weights to its [weight] line (or to
+    [weight-t] in the legacy format), extends tuneable-components, and leaves every other line
+    untouched. The defaults start the new features small (the weights decide, before tuning,
+    which table-limit translations survive) with the sign that helps: +0.1 rewards a higher RNN
+    log-probability, -0.1 penalises each unknown word.
+    """
+    try:
+        update = update_moses_ini(ini, table, output, add, features, weights, feature_name, binary)
+    except _LIBRARY_ERRORS as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{output}: {update.feature} ({update.type}, line {update.feature_line}) now reads "
+               f"{update.table_path} with num-features={update.new_num_features}; added weights "
+               f"{' '.join(repr(w) for w in update.weights)}", err=True)
+    if update.table_path != table:
+        click.echo(f"{update.type} reads the binarized table: build it with\n  mosesrnn binarize "
+                   f"{table} --format {BINARY_FORMATS[update.type]} -o {update.table_path}", err=True)
+
+
+@click.command("binarize")
+@click.argument("table", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="compact", show_default=True,
+              help="compact: for PhraseDictionaryCompact (processPhraseTableMin writes file OUT.minphr); "
+                   "ondisk: for PhraseDictionaryOnDisk (CreateOnDiskPt writes folder OUT).")
+@click.option("-o", "--output", metavar="OUT",
+              help="The binarized table, i.e. the path= for moses.ini (default: TABLE without .gz, plus "
+                   ".minphr or .ondisk; .minphr is added to a compact OUT that lacks it).")
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Threads for processPhraseTableMin (CreateOnDiskPt has no such option).")
+@click.option("--moses-bin", type=click.Path(file_okay=False),
+              help="Folder with Moses' programs (default: $MOSES_BIN, then PATH).")
+@click.option("--dry-run", is_flag=True, help="Print the command instead of running it.")
+def binarize(table, fmt, output, threads, moses_bin, dry_run):
+    """Rebuild the binarized form of a scored phrase TABLE with its new number of scores.
+
+    The score count is read from the first line of TABLE.
+    """
+    try:
+        result = binarize_table(table, fmt, output, threads, moses_bin, dry_run)
+    except _LIBRARY_ERRORS as error:
+        raise click.ClickException(str(error)) from None
+    if dry_run:
+        click.echo(format_command(result.command))
+    else:
+        click.echo(f"wrote {result.output} ({result.num_scores} scores)", err=True)
+
+
+@click.command("mert-moses")
+@click.argument("dev_src", type=click.Path(dir_okay=False))
+@click.argument("dev_ref", type=click.Path(dir_okay=False))
+@click.argument("ini", type=click.Path(dir_okay=False))
+@click.option("--work-dir", default="mert-work", show_default=True, type=click.Path(file_okay=False),
+              help="Where the runs go (run1, run2, ...; baseline-run1, ...). Must be empty or absent.")
+@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Tuning runs per system: MERT is unstable, Clark et al. (2011) recommend at least 3.")
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Decoder threads (passed as --decoder-flags \"-threads N\" and when decoding the test "
+                   "set).")
+@click.option("--moses-bin", type=click.Path(file_okay=False),
+              help="Folder with the moses decoder (default: $MOSES_BIN, then PATH).")
+@click.option("--moses-scripts", type=click.Path(file_okay=False),
+              help="Moses' scripts folder holding training/mert-moses.pl (default: $MOSES_SCRIPTS, then "
+                   "PATH).")
+@click.option("--mertdir", type=click.Path(file_okay=False),
+              help="Folder with extractor, mert, kbmira, pro, evaluator (default: the decoder's folder).")
+@click.option("--batch-mira", is_flag=True,
+              help="Tune with batch MIRA (Cherry and Foster, 2012) instead of MERT.")
+@click.option("--nbest", type=click.IntRange(min=1),
+              help="n-best list size per iteration (mert-moses.pl default: 100).")
+@click.option("--maximum-iterations", type=click.IntRange(min=1),
+              help="Maximum tuning iterations (mert-moses.pl default: 25).")
+@click.option("--return-best-dev", is_flag=True,
+              help="Keep the weights of the iteration with the best dev BLEU, not the last.")
+@click.option("--test-src", type=click.Path(dir_okay=False),
+              help="Test source text to decode with each tuned ini.")
+@click.option("--test-ref", type=click.Path(dir_okay=False),
+              help="Test reference for BLEU (with --test-src).")
+@click.option("--baseline", type=click.Path(dir_okay=False),
+              help="A baseline moses.ini, tuned and tested the same way for comparison.")
+@click.option("--tokenize", type=click.Choice(BLEU_TOKENIZERS), default="13a", show_default=True,
+              help="sacreBLEU tokenizer for the test BLEU (none for text you tokenized yourself).")
+@click.option("--dry-run", is_flag=True,
+              help="Print the commands (and any problems found) without running anything.")
+def mert_moses(dev_src, dev_ref, ini, work_dir, runs, threads, moses_bin, moses_scripts, mertdir, batch_mira,
+               nbest, maximum_iterations, return_best_dev, test_src, test_ref, baseline, tokenize, dry_run):
+    """Tune INI on DEV_SRC/DEV_REF with mert-moses.pl several times and report the results.
+
+    Prints each run's tuned weights and, given a test set, BLEU as mean ± std over runs for the
+    new system and the baseline.
+    """
+    options = MertOptions(dev_src, dev_ref, ini, work_dir, runs, threads, nbest, maximum_iterations,
+                          batch_mira, return_best_dev, test_src, test_ref, baseline, tokenize)
+    try:
+        report = tune(options, moses_bin, moses_scripts, mertdir, dry_run,
+                      log=lambda message: click.echo(message, err=True))
+    except _LIBRARY_ERRORS as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(report)

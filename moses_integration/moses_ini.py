@@ -1,0 +1,383 @@
+"""Point a moses.ini at a phrase table with appended feature columns.
+
+The file is read the way Moses reads it (``moses/Parameter.cpp``, ``ReadConfigFile``): text from
+the first ``#`` is a comment, ``[name]`` opens a section, a section may occur several times and
+its values add up. Only the lines that must change are rewritten; every other byte, comment and
+line ending stays as it was.
+
+What changes, for the phrase table chosen by name:
+
+- current format: the ``[feature]`` line gets ``num-features`` raised by the number of appended
+  columns, ``path=`` set to the scored table (or its binarized form), and ``tuneable-components``
+  (if present) extended with ``true``; its ``[weight]`` line becomes ``Name= v1 ... vn w1 w2``;
+- legacy format (``[ttable-file]`` + ``[weight-t]``): the ``nscores`` and path fields of the
+  table's line change and one ``[weight-t]`` line per new column is inserted after its weights.
+
+Moses names a feature without ``name=`` after its type and a counter over the unnamed features of
+that type (``FeatureFunction::ParseLine``): ``PhraseDictionaryMemory0``, ``…1``. Legacy tables get
+the names Moses gives them when it converts the old format (``ConvertWeightArgsPhraseModel``).
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from typing import Sequence
+
+from mosesrnn.phrase_table import count_scores
+
+from .binarize import BINARY_FORMATS, moses_table_path
+from .weights import initial_weights, scored_columns
+
+__all__ = ["MosesIniError", "IniLine", "PhraseTable", "IniUpdate", "parse_ini", "phrase_tables",
+           "read_weights", "rewrite_ini", "update_moses_ini"]
+
+SUPPORTED_TYPES = ("PhraseDictionaryMemory", "PhraseDictionaryCompact", "PhraseDictionaryOnDisk")
+WHY_UNSUPPORTED = {
+    "PhraseDictionaryBinary": "the binary format Moses' documentation lists as obsolete; mosesrnn does not "
+                              "rebuild it: use a PhraseDictionaryCompact or PhraseDictionaryMemory table",
+    "ProbingPT": "a probing table must be rebuilt with CreateProbingPT, which mosesrnn does not drive: "
+                 "use a PhraseDictionaryCompact or PhraseDictionaryMemory table",
+}
+# [ttable-file] implementation codes, as Parameter::ConvertWeightArgsPhraseModel maps them.
+LEGACY_TYPES = {0: "PhraseDictionaryMemory", 1: "PhraseDictionaryBinary", 2: "PhraseDictionaryOnDisk",
+                6: "PhraseDictionaryMemory", 8: "PhraseDictionarySuffixArray", 12: "PhraseDictionaryCompact",
+                14: "PhraseDictionaryDynSuffixArray", 15: "PhraseDictionaryDynamicCacheBased"}
+# Moses' SearchAlgorithm values for phrase-based decoding: 0 stack, 1 cube pruning, 4 batched stack.
+PHRASE_BASED_SEARCH = ("0", "1", "4")
+_WEIGHT_LINE = re.compile(r"^(\S+)= (.+)$")  # what mert-moses.pl accepts
+
+
+class MosesIniError(ValueError):
+    """A moses.ini we cannot (or must not) rewrite; the message starts with ``file:line:``."""
+
+    def __init__(self, path: str, line_no: int | None, problem: str):
+        where = f"{path}:{line_no}" if line_no else path
+        super().__init__(f"{where}: {problem}")
+        self.path, self.line_no, self.problem = path, line_no, problem
+
+
+@dataclass(frozen=True)
+class IniLine:
+    """One physical line: ``raw`` with its ending, its ``section``, and ``value`` as Moses sees it
+    (comment removed, trimmed; empty for blank, comment-only and ``[section]`` lines)."""
+
+    number: int
+    raw: str
+    section: str | None
+    value: str
+
+
+@dataclass(frozen=True)
+class PhraseTable:
+    """A phrase-table feature: its Moses name and type, where it is declared, and its
+    ``key=value`` arguments (for a legacy table, only its input and output factors)."""
+
+    name: str
+    type: str
+    line: IniLine
+    num_features: int | None
+    path: str | None
+    legacy: bool
+    args: dict
+
+
+@dataclass(frozen=True)
+class IniUpdate:
+    """The feature :func:`rewrite_ini` changed (name, type, line), how, and the new text."""
+
+    feature: str
+    type: str
+    feature_line: int
+    old_num_features: int
+    new_num_features: int
+    weights: tuple[float, ...]
+    table_path: str
+    text: str
+
+
+def parse_ini(text: str) -> list[IniLine]:
+    """Split a moses.ini into :class:`IniLine` objects, keeping each line's exact bytes."""
+    lines, section = [], None
+    for number, raw in enumerate(re.findall(r"[^\n]*\n|[^\n]+$", text), start=1):  # lines end at \n only
+        value = raw.split("#", 1)[0].strip(" \t\r\n")
+        if value.startswith("["):
+            if "]" in value:
+                section = value[1:value.index("]")]
+            lines.append(IniLine(number, raw, section, ""))
+        else:
+            lines.append(IniLine(number, raw, section, value))
+    return lines
+
+
+def _values(lines: Sequence[IniLine], section: str) -> list[IniLine]:
+    return [line for line in lines if line.section == section and line.value]
+
+
+def _feature_args(line: IniLine) -> tuple[str, dict]:
+    """The type and the ``key=value`` arguments of a ``[feature]`` line."""
+    feature_type, *tokens = line.value.split()
+    return feature_type, dict(token.partition("=")[::2] for token in tokens)
+
+
+def _int_arg(value: str | None, what: str, path: str, line_no: int) -> int | None:
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise MosesIniError(path, line_no, f"{what} {value!r} is not a whole number")
+    return int(value)
+
+
+def _is_phrase_table(feature_type: str) -> bool:
+    return feature_type.startswith("PhraseDictionary") or feature_type in ("ProbingPT", "Mmsapt")
+
+
+def _current_tables(lines: Sequence[IniLine], path: str) -> list[PhraseTable]:
+    tables, unnamed = [], Counter()
+    for line in _values(lines, "feature"):
+        feature_type, args = _feature_args(line)
+        name = args.get("name")
+        if name is None:
+            name = f"{feature_type}{unnamed[feature_type]}"
+            unnamed[feature_type] += 1
+        if _is_phrase_table(feature_type):
+            num = _int_arg(args.get("num-features"), "num-features", path, line.number)
+            tables.append(PhraseTable(name, feature_type, line, num, args.get("path"), False, args))
+    return tables
+
+
+def _legacy_tables(lines: Sequence[IniLine], path: str) -> list[PhraseTable]:
+    tables, index = [], Counter()
+    for line in _values(lines, "ttable-file"):
+        tokens = line.value.split()
+        if len(tokens) < 5:
+            raise MosesIniError(path, line.number, "[ttable-file] line needs 5 fields: "
+                                "implementation input-factors output-factors num-scores path")
+        code = _int_arg(tokens[0], "phrase-table implementation", path, line.number)
+        feature_type = LEGACY_TYPES.get(code, f"implementation {code}")
+        name = f"{feature_type}{index[feature_type]}"
+        index[feature_type] += 1
+        num = _int_arg(tokens[3], "number of scores", path, line.number)
+        factors = {"input-factor": tokens[1], "output-factor": tokens[2]}
+        tables.append(PhraseTable(name, feature_type, line, num, tokens[4], True, factors))
+    return tables
+
+
+def phrase_tables(lines: Sequence[IniLine], path: str = "moses.ini") -> list[PhraseTable]:
+    """All phrase tables declared in ``[feature]`` and (legacy) ``[ttable-file]``, in order."""
+    return _current_tables(lines, path) + _legacy_tables(lines, path)
+
+
+def read_weights(path: str) -> dict[str, tuple[float, ...]]:
+    """The dense weights of a moses.ini (e.g. one tuned by mert-moses.pl), by feature name.
+
+    Reads the ``[weight]`` lines ``Name= v1 v2 ...``; as in Moses, a later line for the same
+    name replaces an earlier one.
+    """
+    with open(path, encoding="utf-8") as stream:
+        lines = parse_ini(stream.read())
+    weights = {}
+    for line in _values(lines, "weight"):
+        match = _WEIGHT_LINE.match(line.value)
+        if not match:
+            raise MosesIniError(path, line.number, f"weight line {line.value!r} is not 'Name= v1 v2 ...'")
+        try:
+            weights[match.group(1)] = tuple(float(v) for v in match.group(2).split())
+        except ValueError:
+            raise MosesIniError(path, line.number, f"weight line {line.value!r} has a non-number") from None
+    return weights
+
+
+def _select(tables: Sequence[PhraseTable], feature: str | None, path: str) -> PhraseTable:
+    names = ", ".join(f"{t.name} ({t.type})" for t in tables)
+    if not tables:
+        raise MosesIniError(path, None, "no phrase table in [feature] or [ttable-file]")
+    if feature is None:
+        if len(tables) > 1:
+            raise MosesIniError(path, None, f"several phrase tables: {names}; choose one with --feature")
+        return tables[0]
+    for table in tables:
+        if table.name == feature:
+            return table
+    raise MosesIniError(path, None, f"no phrase table named {feature}; the phrase tables are: {names}")
+
+
+def _check_decoder(lines: Sequence[IniLine], tables: Sequence[PhraseTable], path: str) -> None:
+    search = _values(lines, "search-algorithm")
+    if search and search[0].value not in PHRASE_BASED_SEARCH:
+        raise MosesIniError(path, search[0].number, f"[search-algorithm] {search[0].value} is chart or "
+                            "syntax decoding; mosesrnn scores the phrase pairs of phrase-based systems only")
+    if any(t.legacy for t in tables) and any(not t.legacy for t in tables):
+        raise MosesIniError(path, None, "phrase tables in both [feature] and legacy [ttable-file]: "
+                            "Moses numbers them inconsistently; convert the file to the current format")
+
+
+def _check_table(table: PhraseTable, path: str) -> None:
+    where = table.line.number
+    if table.type not in SUPPORTED_TYPES:
+        why = WHY_UNSUPPORTED.get(table.type, "mosesrnn can rewrite only " + ", ".join(SUPPORTED_TYPES))
+        raise MosesIniError(path, where, f"{table.name} is a {table.type}: {why}")
+    if table.num_features is None:
+        raise MosesIniError(path, where, f"{table.name} has no num-features=")
+    if table.path is None:
+        raise MosesIniError(path, where, f"{table.name} has no path=")
+    for key in ("input-factor", "output-factor"):
+        if "0" not in table.args.get(key, "0").split(","):
+            raise MosesIniError(path, where, f"{table.name} has {key}={table.args[key]}: it does not "
+                                "translate surface words (factor 0), which is what mosesrnn scores")
+    if table.args.get("tuneable", "true").lower() in ("false", "no", "n", "0"):
+        raise MosesIniError(path, where, f"{table.name} has tuneable=false: MERT would never tune the "
+                            "weights of the new columns (it is probably a component of a multi-model table)")
+
+
+def _split_comment(raw: str) -> tuple[str, str, str]:
+    """(content, comment, line ending) of a raw line; the comment keeps its leading '#'."""
+    body = raw.rstrip("\r\n")
+    content, hash_sign, comment = body.partition("#")
+    return content, hash_sign + comment, raw[len(body):]
+
+
+def _set_arg(content: str, key: str, value: str) -> str:
+    pattern = re.compile(rf"(?<!\S){re.escape(key)}=\S*")
+    return pattern.sub(lambda _: f"{key}={value}", content, count=1)
+
+
+def _rewrite_feature_line(table: PhraseTable, num: int, table_path: str, add: int) -> str:
+    content, comment, ending = _split_comment(table.line.raw)
+    content = _set_arg(content, "num-features", str(num))
+    content = _set_arg(content, "path", table_path)
+    if "tuneable-components" in table.args:
+        extended = table.args["tuneable-components"] + ",true" * add
+        content = _set_arg(content, "tuneable-components", extended)
+    return content + comment + ending
+
+
+def _weight_line(lines: Sequence[IniLine], table: PhraseTable, path: str) -> tuple[IniLine, list[str]]:
+    found = [line for line in _values(lines, "weight") if line.value.split()[0] == f"{table.name}="]
+    if not found:
+        raise MosesIniError(path, None, f"no [weight] line '{table.name}= ...' for {table.name}")
+    if len(found) > 1:
+        raise MosesIniError(path, found[1].number, f"{table.name} has several [weight] lines")
+    values = found[0].value.split()[1:]
+    if len(values) != table.num_features:
+        raise MosesIniError(path, found[0].number, f"{table.name} has num-features={table.num_features} "
+                            f"but {len(values)} weights; fix the file before adding columns")
+    return found[0], values
+
+
+def _rewrite_current(lines: list[str], ini: Sequence[IniLine], table: PhraseTable,
+                     weights: tuple[float, ...], table_path: str, path: str) -> None:
+    weight_line, values = _weight_line(ini, table, path)
+    num = table.num_features + len(weights)
+    lines[table.line.number - 1] = _rewrite_feature_line(table, num, table_path, len(weights))
+    _, comment, ending = _split_comment(weight_line.raw)
+    new_values = " ".join(values + [repr(w) for w in weights])
+    lines[weight_line.number - 1] = f"{table.name}= {new_values}{' ' + comment if comment else ''}{ending}"
+
+
+def _replace_tokens(content: str, replacements: dict[int, str]) -> str:
+    """Replace whitespace-separated tokens by index, keeping the spacing between them."""
+    tokens = list(re.finditer(r"\S+", content))
+    for index in sorted(replacements, reverse=True):
+        token = tokens[index]
+        content = content[:token.start()] + replacements[index] + content[token.end():]
+    return content
+
+
+def _rewrite_legacy(lines: list[str], ini: Sequence[IniLine], tables: Sequence[PhraseTable],
+                    table: PhraseTable, weights: tuple[float, ...], table_path: str, path: str) -> None:
+    weight_lines = _values(ini, "weight-t")
+    expected = sum(t.num_features for t in tables)
+    if len(weight_lines) != expected:
+        raise MosesIniError(path, None, f"[weight-t] has {len(weight_lines)} weights but the [ttable-file] "
+                            f"tables have {expected} scores; fix the file before adding columns")
+    offset = sum(t.num_features for t in tables[:tables.index(table)])
+    last = weight_lines[offset + table.num_features - 1]
+    content, comment, ending = _split_comment(table.line.raw)
+    new_fields = {3: str(table.num_features + len(weights)), 4: table_path}
+    lines[table.line.number - 1] = _replace_tokens(content, new_fields) + comment + ending
+    ending = _split_comment(last.raw)[2] or "\n"
+    lines[last.number - 1] = last.raw + "".join(repr(w) + ending for w in weights)
+
+
+def _table_path(table: PhraseTable, text_table: str, binary: str | None, path: str) -> str:
+    if binary is not None and table.type not in BINARY_FORMATS:
+        raise MosesIniError(path, table.line.number, f"{table.name} is a {table.type}, which reads the "
+                            "text table itself: --binary is only for PhraseDictionaryCompact and "
+                            "PhraseDictionaryOnDisk")
+    return moses_table_path(text_table, table.type, binary)
+
+
+def rewrite_ini(text: str, weights: Sequence[float], table: str, feature: str | None = None,
+                binary: str | None = None, path: str = "moses.ini") -> IniUpdate:
+    """Rewrite the text of a moses.ini for a table with ``len(weights)`` appended columns.
+
+    ``table`` is the scored text table; it is written as the feature's path exactly as given,
+    or, for a binarized feature type, as ``binary`` (default: the name ``mosesrnn binarize``
+    gives). ``path`` names the file in error messages. Pure: reads and writes no file. Raises
+    :class:`MosesIniError` when the file cannot be rewritten safely, with the reason.
+    """
+    ini = parse_ini(text)
+    tables = phrase_tables(ini, path)
+    _check_decoder(ini, tables, path)
+    chosen = _select(tables, feature, path)
+    _check_table(chosen, path)
+    table_path = _table_path(chosen, table, binary, path)
+    weights = tuple(weights)
+    lines = [line.raw for line in ini]
+    if chosen.legacy:
+        legacy = [t for t in tables if t.legacy]
+        _rewrite_legacy(lines, ini, legacy, chosen, weights, table_path, path)
+    else:
+        _rewrite_current(lines, ini, chosen, weights, table_path, path)
+    return IniUpdate(chosen.name, chosen.type, chosen.line.number, chosen.num_features,
+                     chosen.num_features + len(weights), weights, table_path, "".join(lines))
+
+
+def _write_atomically(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, temp_path = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".part")
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as stream:
+            os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes it 0600; give it the mode of a new file
+            stream.write(text)
+        os.replace(temp_path, path)
+    except BaseException:
+        os.unlink(temp_path)
+        raise
+
+
+def _same_file(a: str, b: str) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b) or (os.path.exists(b) and os.path.samefile(a, b))
+
+
+def update_moses_ini(ini_path: str, table: str, output: str, add: int | None = None,
+                     features: Sequence[str] | None = None, weights: Sequence[float] | None = None,
+                     feature: str | None = None, binary: str | None = None) -> IniUpdate:
+    """Write ``output``: ``ini_path`` pointed at the scored ``table`` and its new columns.
+
+    The new columns and their initial weights come from :func:`initial_weights`; without
+    ``features`` and ``weights``, the column names are taken from the table's ``TABLE.json``
+    (see :func:`scored_columns`) when it has one. See :func:`rewrite_ini` for what changes.
+    Refuses a table whose first line does not have exactly the new num-features scores. The
+    output appears atomically; the input is never overwritten. Raises ValueError (its subclass
+    :class:`MosesIniError` for the files), PhraseTableError and OSError.
+    """
+    if _same_file(ini_path, output):
+        raise MosesIniError(ini_path, None, "the output would overwrite the input; write a new file")
+    if features is None and weights is None:
+        features = scored_columns(table)
+    weights = initial_weights(add, features, weights)
+    with open(ini_path, encoding="utf-8", newline="") as stream:
+        update = rewrite_ini(stream.read(), weights, table, feature, binary, ini_path)
+    columns = count_scores(table)
+    if columns != update.new_num_features:
+        raise MosesIniError(table, 1, f"{columns} score columns, but {update.feature} "
+                            f"({ini_path}:{update.feature_line}) would have num-features="
+                            f"{update.old_num_features}+{len(update.weights)}={update.new_num_features}")
+    _write_atomically(output, update.text)
+    return update

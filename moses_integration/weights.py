@@ -1,0 +1,71 @@
+"""Initial weights of the columns appended to a phrase table.
+
+Before tuning, the weights decide which ``table-limit`` (default 20) translations of a source
+phrase survive, so a new feature should start small and with the sign that helps. Moses reads a
+written value ``x`` as ``max(ln x, -100)`` (``shared/docs/moses.md``):
+
+- ``rnn`` holds ``exp(log p)``, so Moses sees ``log p <= 0``: a positive weight favours more
+  probable phrase pairs;
+- ``unk`` holds ``e^n``, so Moses sees the count ``n >= 0``: a negative weight penalises each
+  unknown word.
+
+Both start at magnitude 0.1, half the 0.2 that train-model.perl gives each phrase-table score:
+the RNN log-probability sums over the target words and runs larger than one TM log-score.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Sequence
+
+__all__ = ["DEFAULT_WEIGHTS", "DEFAULT_FEATURES", "scored_columns", "initial_weights"]
+
+DEFAULT_WEIGHTS = {"rnn": 0.1, "unk": -0.1}
+DEFAULT_FEATURES = ("rnn", "unk")
+
+
+def scored_columns(table: str) -> tuple[str, ...] | None:
+    """The names of the columns ``mosesrnn score`` appended to ``table``, read from the
+    ``TABLE.json`` it writes beside it; None when there is no such file."""
+    sidecar = table + ".json"
+    try:
+        with open(sidecar, encoding="utf-8") as stream:
+            columns = json.load(stream).get("appended_columns")
+    except FileNotFoundError:
+        return None
+    except (json.JSONDecodeError, AttributeError):
+        raise ValueError(f"{sidecar}: not the JSON record `mosesrnn score` writes") from None
+    if not isinstance(columns, list) or not columns or not all(isinstance(c, str) for c in columns):
+        raise ValueError(f"{sidecar}: no list of appended_columns")
+    return tuple(columns)
+
+
+def initial_weights(add: int | None = None, features: Sequence[str] | None = None,
+                    weights: Sequence[float] | None = None) -> tuple[float, ...]:
+    """The initial weights of the appended columns.
+
+    ``weights`` wins when given; otherwise each name in ``features`` (default ``rnn, unk``) takes
+    its :data:`DEFAULT_WEIGHTS` entry. ``add``, ``features`` and ``weights`` must agree on the
+    number of columns. Raises ValueError otherwise.
+    """
+    if weights is not None:
+        chosen = tuple(float(w) for w in weights)
+        if any(not math.isfinite(w) for w in chosen):
+            raise ValueError(f"weights must be finite numbers, got {list(weights)}")
+        if features is not None and len(features) != len(chosen):
+            raise ValueError(f"--features names {len(features)} columns but --weights gives {len(chosen)}")
+    else:
+        names = tuple(features) if features is not None else DEFAULT_FEATURES
+        unknown = [name for name in names if name not in DEFAULT_WEIGHTS]
+        if unknown:
+            raise ValueError(f"no default weight for column(s) {', '.join(unknown)} "
+                             f"(defaults exist for {', '.join(DEFAULT_WEIGHTS)}): give --weights")
+        chosen = tuple(DEFAULT_WEIGHTS[name] for name in names)
+        if add is not None and add != len(chosen):
+            raise ValueError(f"--add {add}, but the appended columns are {','.join(names)} ({len(chosen)}): "
+                             f"name the {add} column(s) with --features or give --weights")
+    if add is not None and add != len(chosen):
+        raise ValueError(f"--add {add}, but {len(chosen)} weights were given")
+    if not chosen:
+        raise ValueError("no columns to add")
+    return chosen
