@@ -12,15 +12,14 @@ the probability of ending the phrase. Batches are right-padded with PAD_ID and
 their lengths are given explicitly.
 """
 
-import os
 import pickle
-import tempfile
 from dataclasses import dataclass, fields
 
 import torch
 from torch import Tensor, nn
 
 from mosesrnn.config import ModelConfig
+from mosesrnn.files import atomic_file
 
 FORMAT_VERSION = 1
 _CHECKPOINT_KEYS = ("format_version", "config", "state_dict")
@@ -61,6 +60,21 @@ def _gru_update(x_proj: Tensor, hU: Tensor, h: Tensor) -> Tensor:
     z = torch.sigmoid(x_z + u_z)  # update gate
     h_tilde = torch.tanh(x_h + r * u_h)
     return z * h + (1 - z) * h_tilde  # (B, H)
+
+
+def _at_least_float32(x: Tensor) -> Tensor:
+    """``x`` in float32, or in its own dtype if that is wider (float64 in tests)."""
+    return x.to(torch.promote_types(x.dtype, torch.float32))
+
+
+def _log_normaliser(logits: Tensor, targets: Tensor) -> Tensor:
+    """log sum_j exp(logits_j) per row of (n, K) logits, shape (n,).
+
+    Read off the fused log_softmax at the target (x_y - log_softmax(x)_y), which on CPU is
+    about twice as fast as logsumexp's chain of max, sub, exp, sum and log kernels.
+    """
+    index = targets.unsqueeze(-1)  # (n, 1)
+    return (logits.gather(-1, index) - torch.log_softmax(logits, dim=-1).gather(-1, index)).squeeze(-1)
 
 
 def _lengths_mask(lengths: Tensor, max_len: int) -> Tensor:
@@ -154,8 +168,7 @@ class RNNEncoderDecoder(nn.Module):
 
     def _logits(self, s_pooled: Tensor) -> Tensor:
         """g_j . s for every word j, with G = G_l G_r; in at least float32 precision."""
-        logits = self.G_l(self.G_r(s_pooled))  # (..., K)
-        return logits.to(torch.promote_types(logits.dtype, torch.float32))
+        return _at_least_float32(self.G_l(self.G_r(s_pooled)))  # (..., K)
 
     def output_log_probs(self, s_pooled: Tensor, targets: Tensor) -> Tensor:
         """log p(y_t = targets | ...) from maxout outputs (B, T, M) and ids (B, T) -> (B, T)."""
@@ -183,6 +196,47 @@ class RNNEncoderDecoder(nn.Module):
         """log p(y | x) = sum_t log p(y_t | y_<t, x) over the real target steps, shape (B,)."""
         return self.token_log_probs(enc, trg, trg_lengths).sum(dim=1)
 
+    def score_log_prob(self, enc: SourceEncoding, trg: Tensor, trg_lengths: Tensor,
+                       row_block: int = 512) -> Tensor:
+        """log p(y | x) as `decode_log_prob`, evaluated in the order that is fastest for scoring.
+
+        The same equations, three changes of evaluation order: (1) rows are sorted by decreasing
+        length, so step t runs the GRU on the n_t rows still going and never on padding; (2) the
+        maxout and output layer run on the real (row, step) positions only; (3) the softmax
+        normaliser log sum_j exp(g_j . s) is read off a fused log_softmax over blocks of
+        `row_block` positions, so each (row_block, K) block of logits stays in cache, and the
+        target's logit is the row-wise dot g_y . s (the full log_softmax is never materialised).
+        States, gates and the normaliser are at least float32, also under bf16 autocast.
+        Returns shape (B,).
+        """
+        order = torch.argsort(trg_lengths, descending=True, stable=True)  # (B,)
+        trg, enc = trg[order], enc.index_select(order)
+        active = _lengths_mask(trg_lengths[order], trg.size(1)).sum(0).tolist()  # n_t per step t
+        e_y = self.trg_embed(trg)  # (B, T, E)
+        e_prev = torch.cat([e_y.new_zeros(e_y.size(0), 1, e_y.size(-1)), e_y[:, :-1]], dim=1)
+        x_proj = self.dec_W(e_prev)  # (B, T, 3H)
+        h, gate_context, states = _at_least_float32(enc.h0), _at_least_float32(enc.gate_context), []
+        for t, n in enumerate(active):
+            hU = _at_least_float32(self.dec_U(h[:n])) + gate_context[:n]  # (n, 3H)
+            h = _gru_update(_at_least_float32(x_proj[:n, t]), hU, h[:n])
+            states.append(h)  # (n_t, H)
+        rows = torch.cat([torch.arange(n, device=trg.device) for n in active])  # (N,) step-major
+        steps = torch.cat([torch.full((n,), t, device=trg.device) for t, n in enumerate(active)])
+        s_pooled = self._maxout(torch.cat(states), e_prev[rows, steps], enc.output_context[rows])  # (N, M)
+        token_log_p = self._target_log_probs(s_pooled, trg[rows, steps], row_block)  # (N,)
+        log_p = token_log_p.new_zeros(trg.size(0)).index_add_(0, rows, token_log_p)  # (B,)
+        return torch.empty_like(log_p).index_copy_(0, order, log_p)
+
+    def _target_log_probs(self, s_pooled: Tensor, targets: Tensor, row_block: int) -> Tensor:
+        """log p(y_t = targets) from maxout outputs (N, M) and ids (N,), blockwise; shape (N,)."""
+        g_r_s = self.G_r(s_pooled)  # (N, R)
+        g_y = _at_least_float32(self.G_l.weight[targets])  # (N, R)
+        target_logits = (_at_least_float32(g_r_s) * g_y).sum(-1) + self.G_l.bias[targets]
+        blocks = zip(g_r_s.split(row_block), targets.split(row_block))  # (row_block, R), (row_block,)
+        normaliser = torch.cat([_log_normaliser(_at_least_float32(self.G_l(block)), block_targets)
+                                for block, block_targets in blocks])
+        return target_logits - normaliser  # (N,)
+
     def log_prob(self, src: Tensor, src_lengths: Tensor, trg: Tensor, trg_lengths: Tensor) -> Tensor:
         """log p(y | x) for padded sources (B, S) and EOS-terminated targets (B, T), shape (B,)."""
         return self.decode_log_prob(self.encode(src, src_lengths), trg, trg_lengths)
@@ -209,14 +263,8 @@ def save_model(path: str, model: RNNEncoderDecoder, extra: dict) -> None:
         raise ValueError(f"extra must not use the reserved keys: {', '.join(clash)}")
     checkpoint = {"format_version": FORMAT_VERSION, "config": model.config.to_dict(),
                   "state_dict": model.state_dict(), **extra}
-    fd, tmp_path = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-model-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(checkpoint, f)
-        os.replace(tmp_path, path)
-    except BaseException:
-        os.unlink(tmp_path)
-        raise
+    with atomic_file(path) as stream:
+        torch.save(checkpoint, stream)
 
 
 def load_model(path: str, map_location="cpu") -> tuple[RNNEncoderDecoder, dict]:

@@ -13,11 +13,12 @@ import math
 import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Sequence
 
 from isal import igzip_threaded
+
+from .files import atomic_file
 
 __all__ = [
     "PhraseTableError", "PhraseEntry", "parse_line", "format_line", "read_entries",
@@ -131,7 +132,8 @@ class TableReader:
     ``-`` reads stdin; ``*.gz`` is decompressed on a background thread, so gzip overlaps with
     the caller's work. Every line must have the number of scores of the first line. A line that
     is not valid ``encoding``, or a truncated or corrupt gzip stream, raises
-    :class:`PhraseTableError`. Lines before ``start_line`` are skipped (for resuming); the first line still fixes the score count.
+    :class:`PhraseTableError`. Lines before ``start_line`` are skipped (for resuming); the first
+    line still fixes the score count.
     ``position()`` and ``size`` (compressed bytes read and in all; ``size`` is None for stdin)
     drive progress bars.
     """
@@ -213,24 +215,9 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temp_path = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            if path.endswith(".gz"):
-                with igzip_threaded.open(raw, "wb", compresslevel=1, threads=1) as stream:
-                    yield stream
-            else:
-                yield raw
-        os.chmod(temp_path, 0o666 & ~_umask())  # mkstemp's 0600 would hide the table from others
-        os.replace(temp_path, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp_path)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    with atomic_file(path) as raw:
+        if path.endswith(".gz"):
+            with igzip_threaded.open(raw, "wb", compresslevel=1, threads=1) as stream:
+                yield stream
+        else:
+            yield raw

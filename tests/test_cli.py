@@ -5,8 +5,8 @@ import math
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import shared_file
+
 from mosesrnn.cli import main
 
 
@@ -33,8 +33,8 @@ def test_vocab_writes_shortlists_of_the_requested_size(vocab_dir):
 
 
 def test_score_unk_appends_one_column_moses_reads_as_the_count(vocab_dir, tatoeba_table, tmp_path):
-    from mosesrnn.vocab import VocabularyPair
     from mosesrnn.phrase_table import words
+    from mosesrnn.vocab import VocabularyPair
     out = tmp_path / "scored.gz"
     result = CliRunner().invoke(main, ["score", str(tatoeba_table), "--vocab", str(vocab_dir),
                                        "--features", "unk", "-o", str(out), "--unk-side", "target"])

@@ -13,8 +13,19 @@ from click.testing import CliRunner
 
 from moses_integration.cli import mert_moses
 from moses_integration.mert import (
-    MERTDIR_PROGRAMS, MertOptions, MertSetupError, corpus_bleu, find_tools, format_bleu, format_weights,
-    mean_std, mert_command, plan_runs, relative_paths, tune)
+    MERTDIR_PROGRAMS,
+    MertOptions,
+    MertSetupError,
+    corpus_bleu,
+    find_tools,
+    format_bleu,
+    format_weights,
+    mean_std,
+    mert_command,
+    plan_runs,
+    relative_paths,
+    tune,
+)
 from moses_integration.moses_ini import read_weights
 
 DATA = Path(__file__).parent / "data" / "moses"

@@ -10,7 +10,13 @@ from click.testing import CliRunner
 
 from moses_integration.cli import moses_ini
 from moses_integration.moses_ini import (
-    MosesIniError, parse_ini, phrase_tables, read_weights, rewrite_ini, update_moses_ini)
+    MosesIniError,
+    parse_ini,
+    phrase_tables,
+    read_weights,
+    rewrite_ini,
+    update_moses_ini,
+)
 from moses_integration.weights import DEFAULT_WEIGHTS, initial_weights, scored_columns
 
 DATA = Path(__file__).parent / "data" / "moses"

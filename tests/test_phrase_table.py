@@ -3,10 +3,17 @@ import gzip
 import math
 
 import pytest
-
 from conftest import DATA, shared_file
-from mosesrnn.phrase_table import (PhraseTableError, atomic_output, count_scores, format_line,
-                                   parse_line, read_entries, words)
+
+from mosesrnn.phrase_table import (
+    PhraseTableError,
+    atomic_output,
+    count_scores,
+    format_line,
+    parse_line,
+    read_entries,
+    words,
+)
 
 REAL_TABLES = [
     DATA / "tatoeba.en-fr.3k.gz",                      # alignment, counts, two empty trailing fields

@@ -1,0 +1,105 @@
+"""Cutting a phrase table into N contiguous shards at source-phrase boundaries.
+
+Shard I of N covers the lines from the first *boundary* at or after line
+``floor(total * (I-1) / N) + 1`` up to, not including, the first boundary at or after
+``floor(total * I / N) + 1``, where a boundary is line 1 or a line whose source phrase differs
+from the previous line's, and ``total`` is the table's line count (the end of the table is the
+last boundary). Every shard computes both of its ends with the same rule, so the shards are
+contiguous, disjoint and cover every line, and in a sorted table all lines of one source phrase
+fall in the same shard. A shard may be empty if one source's block spans its whole nominal range.
+
+The line count comes from a first pass over the table that only counts newlines (no parsing).
+Line numbers, not byte offsets, are used for plain and gzipped tables alike: a gzip stream cannot
+be entered in the middle, so a shard must decompress everything before it anyway.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+from isal import igzip_threaded
+
+from .phrase_table import PhraseEntry, TableReader
+
+__all__ = ["ShardSpec", "count_lines", "TableSlice"]
+
+_SHARD = re.compile(r"^(\d+)/(\d+)$")
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """Shard ``index`` (1-based) of ``count``."""
+
+    index: int = 1
+    count: int = 1
+
+    def __post_init__(self):
+        if not 1 <= self.index <= self.count:
+            raise ValueError(f"shard must be I/N with 1 <= I <= N, got {self}")
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    @classmethod
+    def parse(cls, text: str) -> "ShardSpec":
+        """Read ``"I/N"``, e.g. ``"2/8"``; raises ValueError otherwise."""
+        match = _SHARD.match(text.strip())
+        if not match:
+            raise ValueError(f"shard must look like I/N (e.g. 2/8), not {text!r}")
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    def nominal_range(self, total_lines: int) -> tuple[int, int]:
+        """The 1-based line numbers [start, stop) before moving both to boundaries."""
+        return (total_lines * (self.index - 1) // self.count + 1,
+                total_lines * self.index // self.count + 1)
+
+
+def count_lines(path: str, block_size: int = 1 << 22) -> int:
+    """Number of lines of a (gzipped) text file; a last line without newline counts."""
+    with open(path, "rb") as raw:
+        stream = igzip_threaded.open(raw, "rb", threads=1) if path.endswith(".gz") else raw
+        with stream:
+            lines, last = 0, b"\n"
+            while block := stream.read(block_size):
+                lines += block.count(b"\n")
+                last = block[-1:]
+    return lines + (last != b"\n")
+
+
+class TableSlice:
+    """Iterate the entries of one shard's line range (see the module docstring).
+
+    ``nominal_stop=None`` runs to the end of the table. ``resume_line`` continues a shard at a
+    line known to belong to it. After iteration ``first_line`` and ``end_line`` hold the
+    shard's range [first_line, end_line) (``first_line`` is None when resuming).
+    """
+
+    def __init__(self, path: str, encoding: str, nominal_start: int = 1, nominal_stop: int | None = None,
+                 resume_line: int | None = None):
+        self.start = resume_line or nominal_start
+        self.nominal_start, self.nominal_stop, self.resuming = nominal_start, nominal_stop, bool(resume_line)
+        # One line before the start is read too: its source decides whether the start is a boundary.
+        self.reader = TableReader(path, encoding, start_line=max(1, self.start - 1))
+        self.first_line: int | None = None
+        self.end_line: int | None = None
+
+    def __iter__(self) -> Iterator[PhraseEntry]:
+        started, previous, line_no = self.resuming, None, self.start - 1
+        for entry in self.reader:
+            line_no = entry.line_no
+            boundary = previous is None or entry.source != previous
+            previous = entry.source
+            if line_no < self.start:
+                continue
+            if boundary and self.nominal_stop is not None and line_no >= self.nominal_stop:
+                break
+            if not started and boundary:
+                started, self.first_line = True, line_no
+            if started:
+                yield entry
+        else:
+            line_no += 1  # the end of the table is the last boundary
+        self.end_line = line_no
+        if not started:
+            self.first_line = line_no  # an empty shard
