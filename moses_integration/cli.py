@@ -7,13 +7,14 @@ Each parses its options, calls one library function and turns the library's erro
 from __future__ import annotations
 
 import click
+
 from mosesrnn.phrase_table import PhraseTableError
 
 from .binarize import BINARY_FORMATS, FORMATS, binarize_table
 from .mert import BLEU_TOKENIZERS, MertOptions, tune
 from .moses_ini import update_moses_ini
-from .weights import DEFAULT_WEIGHTS
 from .tools import MosesToolError, format_command
+from .weights import DEFAULT_WEIGHTS
 
 __all__ = ["moses_ini", "binarize", "mert_moses"]
 

@@ -7,12 +7,19 @@ import signal
 import sys
 
 import click
+import torch
 
 from . import __version__
 from .features import UNK_SIDES, UnknownWordFeature
+from .merge import MergeError, merge_parts
+from .model_file import DIRECTIONS, load_trained_model
 from .phrase_table import PhraseTableError, read_entries
 from .progress import ProgressBar
+from .rnn_feature import RNNFeature, resolve_device
 from .score import score_table
+from .shards import ShardSpec
+from .train import TrainConfig, parse_duration
+from .train import train as run_training
 from .vocab import VocabularyPair, build_vocabularies
 
 log = logging.getLogger("mosesrnn")
@@ -86,23 +93,139 @@ def vocab(table, output_dir, size, target_size, encoding, quiet):
              len(vocabularies.source), os.path.join(output_dir, "target.vocab"), len(vocabularies.target))
 
 
+def _duration(ctx, param, value):
+    """Click callback: '10m' -> 600.0 seconds."""
+    try:
+        return None if value is None else parse_duration(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+@main.command()
+@click.argument("table", type=TABLE, required=False)
+@click.option("--corpus", nargs=2, type=click.Path(dir_okay=False, exists=True), metavar="SRC TRG",
+              help="Train on a sentence-aligned corpus instead of a table: two tokenized text files "
+                   "(.gz allowed), line i of SRC translating line i of TRG; every line pair is kept.")
+@click.option("-o", "--output", "output_dir", required=True, type=click.Path(file_okay=False),
+              help="Model directory: best.pt, last.pt, state.pt, vocab/, train.jsonl and loss.png go here.")
+@click.option("--preset", type=click.Choice(["small", "paper"]), default="small", show_default=True,
+              help="Model sizes: paper = 1000 hidden units, 100-dim embeddings, 500 maxout units, "
+                   "15,000-word shortlists; small = 256/64/128, 8,000 words (trains in minutes on a CPU).")
+@click.option("--direction", type=click.Choice(DIRECTIONS), default=DIRECTIONS[0], show_default=True,
+              help="source-to-target models p(target | source); target-to-source gives p(source | target).")
+@click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False, exists=True),
+              help="Shortlists from `mosesrnn vocab`; without it they are built from the training data "
+                   "(the preset's size) and saved to MODEL_DIR/vocab/.")
+@click.option("--vocab-size", type=click.IntRange(1), help="Shortlist size per language when building them.")
+@click.option("--max-phrase-len", type=click.IntRange(1),
+              help="Skip pairs with more words than this on either side (default: keep all).")
+@click.option("--valid-share", default=0.01, show_default=True, type=click.FloatRange(0, 1, min_open=True,
+              max_open=True), help="Share of input phrases (by hash) held out for validation.")
+@click.option("--valid-size", type=click.IntRange(1),
+              help="Hold out about N pairs instead (whole input phrases, smallest hashes first).")
+@click.option("--valid-every", default=1000, show_default=True, type=click.IntRange(1),
+              help="Updates between validations (each also saves last.pt and the state).")
+@click.option("--patience", default=10, show_default=True, type=click.IntRange(1),
+              help="Stop after this many validations without a lower validation NLL.")
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
+              help="Phrase pairs per Adadelta update (the paper: 64).")
+@click.option("--clip-norm", type=click.FloatRange(0, min_open=True),
+              help="Clip the gradient to this L2 norm (default: no clipping, as in the paper).")
+@click.option("--max-updates", type=click.IntRange(1), help="Stop at this many updates in all.")
+@click.option("--max-time", callback=_duration, metavar="DURATION",
+              help="Stop after this much training time in this invocation, e.g. 90s, 10m, 2h "
+                   "(reading the data excluded).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="auto = cuda if available, else cpu.")
+@click.option("--threads", type=click.IntRange(1), help="CPU threads for torch (default: torch's choice).")
+@click.option("--bf16/--no-bf16", default=False, show_default=True,
+              help="bfloat16 autocast with fp32 master weights.")
+@click.option("--seed", default=1, show_default=True, type=int,
+              help="Seed of the initialisation and of the data order.")
+@click.option("--resume", "resume", flag_value="require",
+              help="Continue the run saved in MODEL_DIR; fail if there is none. (Without --resume or "
+                   "--restart a saved run is continued automatically.)")
+@click.option("--restart", "resume", flag_value="never",
+              help="Ignore a saved run in MODEL_DIR and start over.")
+@click.option("--embed-dim", type=click.IntRange(1), help="Advanced: override the preset's embedding size.")
+@click.option("--hidden-dim", type=click.IntRange(1), help="Advanced: override the preset's GRU size.")
+@click.option("--maxout-units", type=click.IntRange(1), help="Advanced: override the preset's maxout units.")
+@click.option("--output-rank", type=click.IntRange(1), help="Advanced: override the preset's output rank.")
+@ENCODING
+@QUIET
+def train(table, corpus, output_dir, preset, direction, vocab_dir, vocab_size, max_phrase_len, valid_share,
+          valid_size, valid_every, patience, batch_size, clip_norm, max_updates, max_time, device, threads,
+          bf16, seed, resume, embed_dim, hidden_dim, maxout_units, output_rank, encoding, quiet):
+    """Train the RNN Encoder-Decoder on the unique phrase pairs of TABLE (or on --corpus).
+
+    Adadelta (rho 0.95, eps 1e-6) on minibatches of random pairs, minimising the mean per-pair
+    negative log-likelihood. Every --valid-every updates the held-out pairs are scored and the
+    model saved: best.pt (lowest validation NLL) and last.pt, both self-contained model files.
+    Runs until --max-updates, --max-time or early stopping; Ctrl-C saves and stops, and the same
+    command continues exactly where it stopped.
+
+    \b
+    Example:
+      mosesrnn train phrase-table.gz -o model/ --preset small --max-time 10m
+    """
+    _setup_logging(quiet)
+    overrides = {k: v for k, v in dict(embed_dim=embed_dim, hidden_dim=hidden_dim, maxout_units=maxout_units,
+                                       output_rank=output_rank).items() if v is not None}
+    try:
+        config = TrainConfig(output_dir, table=table, corpus=tuple(corpus) if corpus else None, preset=preset,
+                             direction=direction, vocab_dir=vocab_dir, vocab_size=vocab_size,
+                             max_len=max_phrase_len, encoding=encoding, valid_share=valid_share,
+                             valid_size=valid_size, batch_size=batch_size, clip_norm=clip_norm,
+                             valid_every=valid_every, patience=patience, max_updates=max_updates,
+                             max_time=max_time, device=device, threads=threads, bf16=bf16, seed=seed,
+                             model_overrides=overrides, resume=resume or "auto", quiet=quiet)
+        result = run_training(config)
+    except (PhraseTableError, ValueError, FileNotFoundError) as error:
+        raise _fail(error) from None
+    click.echo(f"{result.best_path}: validation perplexity {result.best_valid_ppl:.2f} per token "
+               f"(unigram {result.unigram_ppl:.2f}), {result.updates} updates, {result.stop_reason}")
+    if result.stop_reason == "interrupted":
+        raise SystemExit(130)
+
+
 @main.command()
 @click.argument("table", type=TABLE)
 @click.option("-o", "--output", required=True, type=TABLE,
-              help="The scored table ('-' for stdout). Written to a temporary file and renamed when "
-                   "complete; a JSON signature goes next to it as OUTPUT.json.")
+              help="The scored table ('-' for stdout). Written as OUTPUT.part and renamed when "
+                   "complete; a JSON signature and line range go next to it as OUTPUT.json.")
+@click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False, exists=True),
+              help="A model file from `mosesrnn train` (for the rnn feature; its shortlists serve unk).")
 @click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False, exists=True),
-              help="Directory with the shortlists from `mosesrnn vocab` (for --features unk).")
-@click.option("--features", default="unk", show_default=True,
-              help="Comma-separated feature columns to append, in this order. unk: e^n for the n "
-                   "words outside the shortlists, so Moses' ln() sees n.")
+              help="Directory with the shortlists from `mosesrnn vocab` (for unk without -m).")
+@click.option("--features", help="Comma-separated feature columns to append, in this order "
+              "[default: rnn,unk with -m, else unk]. rnn: exp(log p(target | source)), so Moses' "
+              "ln() sees log p; unk: e^n for the n words outside the shortlists, so Moses sees n.")
 @click.option("--unk-side", type=click.Choice(UNK_SIDES), default="both", show_default=True,
               help="Which words the unk feature counts.")
+@click.option("--direction", type=click.Choice(DIRECTIONS),
+              help="Score p(target | source) (source-to-target) or p(source | target); must match the "
+                   "model [default: the model's].")
+@click.option("--length-normalize", is_flag=True,
+              help="Divide log p by the predicted tokens (words + EOS); off, as in the paper.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--dtype", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+              help="bf16 autocast for the matmuls (fast on GPUs and CPUs with AMX; slow elsewhere).")
+@click.option("--batch-tokens", default=4096, show_default=True, type=click.IntRange(1),
+              help="Target tokens (rows x longest length) per decoder batch.")
+@click.option("--threads", type=click.IntRange(1), help="CPU threads for torch (default: torch's choice).")
+@click.option("--shard", "shard_text", default="1/1", show_default=True, metavar="I/N",
+              help="Score only the I-th of N contiguous parts, cut at source-phrase boundaries; "
+                   "join the parts with `mosesrnn merge`.")
+@click.option("--resume", is_flag=True,
+              help="Continue a killed run of the same command from its last checkpoint.")
+@click.option("--checkpoint-every", default=25, show_default=True, type=click.IntRange(1),
+              help="Chunks between checkpoints (each ends a gzip member and records progress).")
 @click.option("--chunk-lines", default=20000, show_default=True, type=click.IntRange(1),
               help="Lines read, scored and written per chunk.")
 @ENCODING
 @QUIET
-def score(table, output, vocab_dir, features, unk_side, chunk_lines, encoding, quiet):
+def score(table, output, model_path, vocab_dir, features, unk_side, direction, length_normalize, device,
+          dtype, batch_tokens, threads, shard_text, resume, checkpoint_every, chunk_lines, encoding, quiet):
     """Append feature columns to every line of a phrase table.
 
     The values go at the end of the third (scores) field, where Moses reads dense features;
@@ -111,22 +234,88 @@ def score(table, output, vocab_dir, features, unk_side, chunk_lines, encoding, q
 
     \b
     Example:
+      mosesrnn score examples/phrase-table.gz -m model.pt -o scored.gz
       mosesrnn score examples/phrase-table.gz --vocab vocab/ --features unk -o scored.gz
+      mosesrnn score big.gz -m model.pt --shard 3/8 -o part3.gz   # then: mosesrnn merge part*.gz -o all.gz
     """
     _setup_logging(quiet)
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        shard = ShardSpec.parse(shard_text)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--shard") from None
+    features = features or ("rnn,unk" if model_path else "unk")
     names = [name.strip() for name in features.split(",") if name.strip()]
+    try:
+        columns = _score_features(names, model_path, vocab_dir, unk_side, dict(
+            direction=direction, device=device, dtype=dtype, batch_tokens=batch_tokens,
+            length_normalize=length_normalize))
+        with ProgressBar("scoring", quiet=quiet) as bar:
+            summary = score_table(table, output, columns, encoding=encoding, chunk_lines=chunk_lines,
+                                  shard=shard, resume=resume, checkpoint_every=checkpoint_every,
+                                  settings={"batch_tokens": batch_tokens, "device": resolve_device(device)},
+                                  progress=bar.update_position)
+    except (PhraseTableError, FileNotFoundError, ValueError) as error:
+        raise _fail(error) from None
+    log.info("scored %d lines (%d-%d) in %.1f s (%.0f lines/s); signature: %s", summary.lines,
+             summary.first_line, summary.end_line - 1, summary.seconds, summary.lines_per_second,
+             summary.signature)
+
+
+def _score_features(names: list[str], model_path: str | None, vocab_dir: str | None, unk_side: str,
+                    rnn_options: dict) -> list:
+    """Build the feature columns named in --features, in order."""
+    trained = load_trained_model(model_path) if model_path else None
     columns = []
     for name in names:
-        if name != "unk":
-            raise click.BadParameter(f"unknown feature {name!r} (choose from: unk)", param_hint="--features")
-        if vocab_dir is None:
-            raise click.BadParameter("the unk feature needs --vocab", param_hint="--vocab")
-        columns.append(UnknownWordFeature(VocabularyPair.load(vocab_dir), unk_side))
+        if name == "rnn":
+            if trained is None:
+                raise click.BadParameter("the rnn feature needs -m MODEL", param_hint="--features")
+            columns.append(RNNFeature(trained, **rnn_options))
+        elif name == "unk":
+            if trained is None and vocab_dir is None:
+                raise click.BadParameter("the unk feature needs -m MODEL or --vocab", param_hint="--vocab")
+            vocabularies = trained.vocabularies if trained else VocabularyPair.load(vocab_dir)
+            columns.append(UnknownWordFeature(vocabularies, unk_side))
+        else:
+            raise click.BadParameter(f"unknown feature {name!r} (choose from: rnn, unk)",
+                                     param_hint="--features")
+    return columns
+
+
+@main.command()
+@click.argument("parts", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The joined table; its sidecar goes to OUTPUT.json.")
+@QUIET
+def merge(parts, output, quiet):
+    """Join the shards of a `mosesrnn score --shard I/N` run into one table.
+
+    The sidecars (PART.json) must show the same input and signature, shards 1..N each exactly
+    once, and line ranges that tile the whole table; the parts are then joined in shard order
+    (gzip parts as a multi-member gzip file).
+
+    \b
+    Example:
+      mosesrnn merge scored.part*.gz -o scored.gz
+    """
+    _setup_logging(quiet)
     try:
-        with ProgressBar("scoring", quiet=quiet) as bar:
-            summary = score_table(table, output, columns, encoding=encoding,
-                                  chunk_lines=chunk_lines, progress=bar.update_position)
-    except (PhraseTableError, FileNotFoundError) as error:
+        summary = merge_parts(parts, output)
+    except (MergeError, OSError) as error:
         raise _fail(error) from None
-    log.info("scored %d lines in %.1f s (%.0f lines/s); signature: %s", summary.lines,
-             summary.seconds, summary.lines_per_second, summary.signature)
+    log.info("merged %d parts, %d lines; signature: %s", summary.parts, summary.lines, summary.signature)
+
+
+def _register_moses_commands() -> None:
+    # moses_integration is the only code that calls Moses; its commands join this group.
+    from moses_integration.cli import binarize, mert_moses, moses_ini
+    for command in (moses_ini, binarize, mert_moses):
+        main.add_command(command)
+
+
+_register_moses_commands()
+
+if __name__ == "__main__":
+    main()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from . import __version__
 from .model import RNNEncoderDecoder, load_model, save_model
-from .vocab import Vocabulary, VocabularyPair, RESERVED
+from .vocab import RESERVED, Vocabulary, VocabularyPair
 
 __all__ = ["DIRECTIONS", "TrainedModel", "save_trained_model", "load_trained_model"]
 

@@ -1,0 +1,288 @@
+"""Training data: phrase pairs as compact id arrays, the validation split, shuffled minibatches.
+
+Pairs come from a Moses phrase table (the paper's way: its *unique* pairs, frequencies ignored)
+or from a sentence-aligned corpus (two text files, one sentence per line, ``.gz`` allowed; every
+line pair is kept, duplicates included). Words are split as Moses does (factor 0 only); a
+corpus is expected to be tokenized already.
+
+Memory: a pair costs 4 bytes per word id on each side plus two int64 offsets, i.e.
+``4 * (source words + target words) + 16`` bytes (the EOS is added when a batch is built). The
+Tatoeba table's 2.68M unique pairs average 8.1 words per pair: about 49 bytes per pair, 130 MB.
+
+The validation set is chosen by **input phrase**: a pair is held out when a hash of the phrase
+the encoder reads (the table's source side for ``source-to-target``) falls below a threshold, so
+no input phrase occurs in both sets and the split does not depend on the file order.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+from array import array
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
+
+import numpy as np
+import torch
+from isal import igzip_threaded
+
+from .config import EOS_ID, PAD_ID, UNK_ID
+from .model_file import DIRECTIONS
+from .phrase_table import read_entries, words
+from .vocab import RESERVED, Vocabulary, VocabularyPair, unique_pairs
+
+__all__ = ["PairSet", "TrainingData", "load_table", "load_corpus", "split_share", "Shuffler"]
+
+_HASH_SCALE = 2.0 ** 64
+
+
+@dataclass
+class PairSet:
+    """Phrase pairs as flat int32 id arrays with int64 offsets: pair i's input is
+    ``src_ids[src_offsets[i]:src_offsets[i + 1]]`` (no EOS), likewise its output."""
+
+    src_ids: np.ndarray
+    src_offsets: np.ndarray
+    trg_ids: np.ndarray
+    trg_offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.src_offsets) - 1
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays."""
+        return sum(a.nbytes for a in (self.src_ids, self.src_offsets, self.trg_ids, self.trg_offsets))
+
+    def target_tokens(self) -> int:
+        """Number of predicted tokens: output words plus one EOS per pair."""
+        return len(self.trg_ids) + len(self)
+
+    def subset(self, index: np.ndarray) -> "PairSet":
+        """The pairs at positions ``index`` (int array or boolean mask), in that order."""
+        src_ids, src_offsets = _gather(self.src_ids, self.src_offsets, index)
+        trg_ids, trg_offsets = _gather(self.trg_ids, self.trg_offsets, index)
+        return PairSet(src_ids, src_offsets, trg_ids, trg_offsets)
+
+    def batch(self, index: np.ndarray, device: str | torch.device = "cpu") -> tuple[torch.Tensor, ...]:
+        """Padded tensors ``(src (B, S), src_len (B,), trg (B, T), trg_len (B,))`` for the model;
+        targets end with EOS, which their lengths count."""
+        src, src_len = _padded(self.src_ids, self.src_offsets, index, append_eos=False)
+        trg, trg_len = _padded(self.trg_ids, self.trg_offsets, index, append_eos=True)
+        return tuple(torch.from_numpy(a).to(device=device, dtype=torch.long)
+                     for a in (src, src_len, trg, trg_len))
+
+    def swapped(self) -> "PairSet":
+        """The same pairs with input and output exchanged."""
+        return PairSet(self.trg_ids, self.trg_offsets, self.src_ids, self.src_offsets)
+
+
+def _gather(flat: np.ndarray, offsets: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Select ragged rows: returns the new flat ids and offsets."""
+    starts = offsets[:-1][index]
+    lengths = offsets[1:][index] - starts
+    new_offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    positions = np.repeat(starts - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
+    return flat[positions], new_offsets
+
+
+def _padded(flat: np.ndarray, offsets: np.ndarray, index: np.ndarray,
+            append_eos: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Right-padded ids (B, max_len [+1]) and lengths (B,) of the rows ``index``."""
+    starts = offsets[index]
+    lengths = offsets[index + 1] - starts  # (B,)
+    width = int(lengths.max()) + int(append_eos)
+    columns = np.arange(width)
+    real = columns < lengths[:, None]  # (B, W)
+    positions = np.minimum(starts[:, None] + columns, len(flat) - 1)
+    ids = np.where(real, flat[positions], PAD_ID)  # (B, W)
+    if append_eos:
+        ids[np.arange(len(index)), lengths] = EOS_ID
+        lengths = lengths + 1
+    return ids, lengths
+
+
+@dataclass
+class TrainingData:
+    """The training and validation pairs (in the model's direction) and the table-side shortlists."""
+
+    train: PairSet
+    valid: PairSet
+    vocabularies: VocabularyPair  # .source = the table's source side, whatever the direction
+    description: str
+    dropped: int  # pairs skipped: an empty side or longer than max_len
+    coverage: tuple[float, float]  # share of source / target words inside the shortlists
+
+
+class _Collector:
+    """Accumulates pairs as temporary ids (one id per distinct word) and split hashes."""
+
+    def __init__(self, reverse: bool, max_len: int | None):
+        self.reverse, self.max_len, self.dropped = reverse, max_len, 0
+        self.index: tuple[dict, dict] = ({}, {})
+        self.ids = (array("i"), array("i"))
+        self.lengths = (array("q"), array("q"))
+        self.hashes = array("Q")
+        self._last_key, self._last_hash = None, 0
+
+    def add(self, source: list[str], target: list[str]) -> None:
+        """Add one pair given as word lists, in table orientation."""
+        if not source or not target or (self.max_len and max(len(source), len(target)) > self.max_len):
+            self.dropped += 1
+            return
+        for side, phrase in enumerate((source, target)):
+            index = self.index[side]
+            self.ids[side].extend([index.setdefault(w, len(index)) for w in phrase])
+            self.lengths[side].append(len(phrase))
+        key = " ".join(target if self.reverse else source)
+        if key != self._last_key:  # tables list each source's pairs together
+            digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
+            self._last_key, self._last_hash = key, int.from_bytes(digest, "little")
+        self.hashes.append(self._last_hash)
+
+    def side(self, side: int, size: int,
+             given: Vocabulary | None) -> tuple[Vocabulary, np.ndarray, np.ndarray]:
+        """The shortlist of one side, its final ids (flat) and offsets."""
+        temp_ids = np.frombuffer(self.ids[side], dtype=np.int32)
+        words_by_id = list(self.index[side])
+        counts = np.bincount(temp_ids, minlength=len(words_by_id))
+        vocabulary = given if given is not None else _shortlist(words_by_id, counts, size)
+        remap = np.array([UNK_ID if w in RESERVED else vocabulary.stoi.get(w, UNK_ID) for w in words_by_id],
+                         dtype=np.int32)
+        offsets = np.zeros(len(self.lengths[side]) + 1, dtype=np.int64)
+        np.cumsum(np.frombuffer(self.lengths[side], dtype=np.int64), out=offsets[1:])
+        return vocabulary, remap[temp_ids] if len(temp_ids) else temp_ids.copy(), offsets
+
+
+def _shortlist(words_by_id: list[str], counts: np.ndarray, size: int) -> Vocabulary:
+    """The ``size`` most frequent words, ties broken by the word (as `vocab.build_vocabularies`)."""
+    candidates = [i for i, w in enumerate(words_by_id) if w not in RESERVED]
+    ranked = sorted(candidates, key=lambda i: (-counts[i], words_by_id[i]))[:size]
+    return Vocabulary([words_by_id[i] for i in ranked], [int(counts[i]) for i in ranked])
+
+
+def _finish(collector: _Collector, vocab_size: int, vocabularies: VocabularyPair | None,
+            valid_share: float | None, valid_size: int | None, description: str) -> TrainingData:
+    """Build vocabularies, map ids, split by input-phrase hash and orient for the model."""
+    if not collector.hashes:
+        raise ValueError(f"{description}: no usable pairs")
+    given = vocabularies or VocabularyPair(None, None)
+    src_vocab, src_ids, src_offsets = collector.side(0, vocab_size, given.source)
+    trg_vocab, trg_ids, trg_offsets = collector.side(1, vocab_size, given.target)
+    pairs = PairSet(src_ids, src_offsets, trg_ids, trg_offsets)
+    if collector.reverse:
+        pairs = pairs.swapped()
+    held_out = split_share(np.frombuffer(collector.hashes, dtype=np.uint64), valid_share, valid_size)
+    coverage = tuple(float(np.mean(ids != UNK_ID)) for ids in (src_ids, trg_ids))
+    return TrainingData(pairs.subset(~held_out), pairs.subset(held_out), VocabularyPair(src_vocab, trg_vocab),
+                        description, collector.dropped, coverage)
+
+
+def split_share(hashes: np.ndarray, valid_share: float | None, valid_size: int | None) -> np.ndarray:
+    """Boolean mask of held-out pairs from their input-phrase hashes (uint64).
+
+    With ``valid_size`` the smallest hashes are taken until at least that many pairs are held
+    out (all pairs of an input phrase go together); otherwise hashes below ``valid_share`` of
+    the hash range. Raises ValueError if either set would be empty.
+    """
+    if valid_size is not None:
+        if not 0 < valid_size < len(hashes):
+            raise ValueError(f"valid_size must be between 1 and {len(hashes) - 1} (pairs read), "
+                             f"got {valid_size}")
+        threshold = np.partition(hashes, valid_size - 1)[valid_size - 1]
+        held_out = hashes <= threshold
+    else:
+        if not 0 < (valid_share or 0) < 1:
+            raise ValueError(f"valid_share must be between 0 and 1, got {valid_share}")
+        held_out = hashes < np.uint64(min(valid_share * _HASH_SCALE, _HASH_SCALE - 1))
+    if held_out.all() or not held_out.any():
+        raise ValueError(f"the validation split leaves an empty set ({int(held_out.sum())} of "
+                         f"{len(hashes)} pairs held out); change valid_share or valid_size")
+    return held_out
+
+
+def load_table(path: str, *, direction: str = DIRECTIONS[0], vocabularies: VocabularyPair | None = None,
+               vocab_size: int = 15000, max_len: int | None = None, valid_share: float | None = 0.01,
+               valid_size: int | None = None, encoding: str = "utf-8",
+               progress: Callable[[Iterable], Iterable] = iter) -> TrainingData:
+    """Read the unique phrase pairs of a Moses table (see the module docstring).
+
+    Without ``vocabularies`` the ``vocab_size`` most frequent words per side are kept.
+    Raises PhraseTableError, FileNotFoundError or ValueError.
+    """
+    collector = _Collector(_reverse(direction), max_len)
+    for entry in progress(unique_pairs(read_entries(path, encoding))):
+        collector.add(words(entry.source), words(entry.target))
+    return _finish(collector, vocab_size, vocabularies, valid_share, valid_size,
+                   f"phrase table {path} (unique pairs)")
+
+
+def load_corpus(source_path: str, target_path: str, *, direction: str = DIRECTIONS[0],
+                vocabularies: VocabularyPair | None = None, vocab_size: int = 15000,
+                max_len: int | None = None, valid_share: float | None = 0.01, valid_size: int | None = None,
+                encoding: str = "utf-8", progress: Callable[[Iterable], Iterable] = iter) -> TrainingData:
+    """Read a sentence-aligned corpus: line i of ``source_path`` translates line i of ``target_path``.
+
+    Raises FileNotFoundError, or ValueError if the files differ in length or are not ``encoding``.
+    """
+    collector = _Collector(_reverse(direction), max_len)
+    for source, target in progress(_aligned_lines(source_path, target_path, encoding)):
+        collector.add(words(source), words(target))
+    return _finish(collector, vocab_size, vocabularies, valid_share, valid_size,
+                   f"corpus {source_path} + {target_path}")
+
+
+def _reverse(direction: str) -> bool:
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
+    return direction == DIRECTIONS[1]
+
+
+def _aligned_lines(source_path: str, target_path: str, encoding: str) -> Iterator[tuple[str, str]]:
+    """Yield line pairs without their line ends; raise ValueError at the first mismatch."""
+    with _open_lines(source_path) as sources, _open_lines(target_path) as targets:
+        for line_no, (source, target) in enumerate(itertools.zip_longest(sources, targets), start=1):
+            if source is None or target is None:
+                shorter = source_path if source is None else target_path
+                raise ValueError(f"{shorter}:{line_no}: ends here, but the other side of the corpus goes on")
+            yield (_decode(source, source_path, line_no, encoding),
+                   _decode(target, target_path, line_no, encoding))
+
+
+def _open_lines(path: str):
+    """A binary line stream of a plain or gzipped text file."""
+    return igzip_threaded.open(path, "rb", threads=1) if path.endswith(".gz") else open(path, "rb")
+
+
+def _decode(line: bytes, path: str, line_no: int, encoding: str) -> str:
+    try:
+        return line.decode(encoding).rstrip("\r\n")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}:{line_no}: not valid {encoding} at byte {error.start}") from None
+
+
+class Shuffler:
+    """Minibatches of pair indices: a fresh permutation per epoch, seeded by (seed, epoch), so a
+    run can resume at (epoch, position) without storing the order."""
+
+    def __init__(self, size: int, batch_size: int, seed: int, epoch: int = 0, position: int = 0):
+        if size < 1 or batch_size < 1:
+            raise ValueError("need at least one pair and a positive batch size")
+        self.size, self.batch_size, self.seed = size, batch_size, seed
+        self.epoch, self.position = epoch, position
+        self._order_epoch, self._order = -1, np.empty(0, dtype=np.int64)
+
+    def order(self, epoch: int) -> np.ndarray:
+        """The permutation of the pair indices used in ``epoch``."""
+        if epoch != self._order_epoch:
+            self._order = np.random.default_rng([self.seed, epoch]).permutation(self.size)
+            self._order_epoch = epoch
+        return self._order
+
+    def next_batch(self) -> np.ndarray:
+        """The next ``batch_size`` indices (fewer at the end of an epoch), advancing the position."""
+        if self.position >= self.size:
+            self.epoch, self.position = self.epoch + 1, 0
+        batch = self.order(self.epoch)[self.position:self.position + self.batch_size]
+        self.position += len(batch)
+        return batch

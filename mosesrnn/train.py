@@ -1,0 +1,465 @@
+"""Training the RNN Encoder-Decoder as in Cho et al. (2014), Sec. 4.1.1.
+
+Adadelta (rho = 0.95, eps = 1e-6) on minibatches of 64 randomly drawn unique phrase pairs. The
+loss is the mean over the batch of each pair's summed token negative log-likelihood (nats per
+pair, EOS included). Every ``valid_every`` updates the held-out pairs are scored (NLL per pair,
+per-token perplexity), ``last.pt`` and the training state are saved, ``best.pt`` when the
+validation NLL improves, and training stops after ``patience`` validations without improvement.
+
+A run is resumable exactly: ``state.pt`` holds the optimizer state, the RNG states, the update
+count and the data position (epoch, index into that epoch's seeded permutation), so N updates in
+one go and N/2 + resume + N/2 give the same weights. SIGINT/SIGTERM stop the run at the end of
+the current update and save ``last.pt`` and the state.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import re
+import signal
+import sys
+import threading
+import time
+from contextlib import contextmanager, nullcontext
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from .config import EOS_ID, PAD_ID, model_config, preset_shortlist
+from .data import PairSet, Shuffler, TrainingData, load_corpus, load_table
+from .model import RNNEncoderDecoder
+from .model_file import DIRECTIONS, load_trained_model, save_trained_model
+from .vocab import VocabularyPair
+
+__all__ = ["TrainConfig", "TrainResult", "train", "evaluate", "unigram_perplexity", "parse_duration",
+           "resolve_device", "LOSS_DEFINITION"]
+
+log = logging.getLogger("mosesrnn")
+
+LOSS_DEFINITION = "mean over the batch of the summed token NLL of each pair (nats per pair, EOS included)"
+BEST, LAST, STATE, VOCAB_DIR = "best.pt", "last.pt", "state.pt", "vocab"
+STATE_VERSION = 1
+RESUME_MODES = ("auto", "require", "never")
+# Options that may differ between a run and its resumption.
+_FREE_ON_RESUME = {"output_dir", "vocab_dir", "max_updates", "max_time", "device", "threads", "bf16",
+                   "quiet", "resume", "patience", "valid_batch_size"}
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run needs; see `mosesrnn train --help` for each option."""
+
+    output_dir: str
+    table: str | None = None
+    corpus: tuple[str, str] | None = None
+    preset: str = "small"
+    direction: str = DIRECTIONS[0]
+    vocab_dir: str | None = None
+    vocab_size: int | None = None  # default: the preset's shortlist
+    max_len: int | None = None
+    encoding: str = "utf-8"
+    valid_share: float = 0.01
+    valid_size: int | None = None  # overrides valid_share
+    batch_size: int = 64
+    clip_norm: float | None = None
+    valid_every: int = 1000
+    valid_batch_size: int = 256
+    patience: int = 10
+    max_updates: int | None = None
+    max_time: float | None = None  # seconds of training in this invocation
+    device: str = "auto"
+    threads: int | None = None
+    bf16: bool = False
+    seed: int = 1
+    model_overrides: dict = field(default_factory=dict)
+    resume: str = "auto"
+    quiet: bool = False
+
+    def __post_init__(self):
+        if (self.table is None) == (self.corpus is None):
+            raise ValueError("give exactly one of a phrase table or a corpus (source and target file)")
+        if self.resume not in RESUME_MODES:
+            raise ValueError(f"resume must be one of {', '.join(RESUME_MODES)}, not {self.resume!r}")
+        for name in ("batch_size", "valid_every", "valid_batch_size", "patience"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.clip_norm is not None and not self.clip_norm > 0:
+            raise ValueError(f"clip_norm must be positive, got {self.clip_norm}")
+
+    def to_dict(self) -> dict:
+        """Plain, JSON-compatible values (stored in the state and the log)."""
+        return json.loads(json.dumps(asdict(self)))
+
+
+@dataclass
+class TrainResult:
+    """What a run did; paths point to the files in the output directory."""
+
+    updates: int
+    epoch: int
+    stop_reason: str  # max_updates | max_time | early_stopping | interrupted
+    best_valid_nll: float
+    best_valid_ppl: float
+    unigram_ppl: float
+    parameters: int
+    train_pairs: int
+    valid_pairs: int
+    pairs_per_second: float
+    resumed: bool
+    best_path: str
+    last_path: str
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration such as ``90``, ``90s``, ``10m``, ``1h30m`` or ``1.5h``."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)([hms]?)", text.strip().lower())
+    if not parts or "".join(number + unit for number, unit in parts) != text.strip().lower():
+        raise ValueError(f"not a duration: {text!r} (examples: 600, 90s, 10m, 1h30m)")
+    return sum(float(number) * {"h": 3600, "m": 60, "s": 1, "": 1}[unit] for number, unit in parts)
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` is CUDA when available, else the CPU; raises ValueError for unusable CUDA."""
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("--device cuda, but no CUDA device is available")
+    return torch.device(device)
+
+
+def unigram_perplexity(train: PairSet, valid: PairSet, vocab_size: int) -> float:
+    """Per-token perplexity on ``valid`` of a target-word unigram model estimated on ``train``.
+
+    Add-one smoothing over the target vocabulary: UNK, EOS and the shortlist (PAD never occurs).
+    """
+    counts = np.bincount(train.trg_ids, minlength=vocab_size).astype(np.float64)  # (K,)
+    counts[EOS_ID] += len(train)
+    log_p = np.log(counts + 1.0) - math.log(counts.sum() - counts[PAD_ID] + vocab_size - 1)
+    total = log_p[valid.trg_ids].sum() + len(valid) * log_p[EOS_ID]
+    return math.exp(-total / valid.target_tokens())
+
+
+def _autocast(device: torch.device, bf16: bool):
+    """bfloat16 autocast (fp32 master weights) when asked, else nothing."""
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
+
+
+@torch.no_grad()
+def evaluate(model: RNNEncoderDecoder, pairs: PairSet, batch_size: int = 256,
+             device: torch.device = torch.device("cpu"), bf16: bool = False) -> tuple[float, float]:
+    """(NLL per pair in nats, per-token perplexity) of ``pairs``, batched by similar lengths."""
+    was_training = model.training
+    model.eval()
+    lengths = np.diff(pairs.src_offsets) * 1000 + np.diff(pairs.trg_offsets)
+    order = np.argsort(lengths, kind="stable")
+    total = 0.0
+    for start in range(0, len(order), batch_size):
+        with _autocast(device, bf16):
+            log_p = model.log_prob(*pairs.batch(order[start:start + batch_size], device))  # (B,)
+        total -= float(log_p.double().sum())
+    model.train(was_training)
+    return total / len(pairs), math.exp(total / pairs.target_tokens())
+
+
+def _rng_state() -> dict:
+    """The torch, numpy and python RNG states as tensors, lists and numbers (weights_only-safe)."""
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    version, internal, gauss_next = random.getstate()
+    return {"torch": torch.get_rng_state(), "numpy": [name, keys.tolist(), pos, has_gauss, gauss],
+            "python": [version, list(internal), gauss_next]}
+
+
+def _set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    name, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((name, np.array(keys, dtype=np.uint32), pos, has_gauss, gauss))
+    version, internal, gauss_next = state["python"]
+    random.setstate((version, tuple(internal), gauss_next))
+
+
+def _atomic_torch_save(obj: dict, path: str) -> None:
+    temp_path = f"{path}.part"
+    torch.save(obj, temp_path)
+    os.replace(temp_path, path)
+
+
+class TrainLog:
+    """``train.jsonl`` (one JSON object per event) and the loss-curve PNG redrawn from it."""
+
+    def __init__(self, path: str, plot_path: str, fresh: bool):
+        self.path, self.plot_path = path, plot_path
+        if fresh and os.path.exists(path):
+            os.remove(path)
+
+    def write(self, event: str, **values) -> None:
+        """Append one record ``{"event": event, **values}``."""
+        with open(self.path, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"event": event, **values}) + "\n")
+
+    def validation(self, **values) -> None:
+        """Append a validation record and redraw the plot."""
+        self.write("valid", **values)
+        self.plot()
+
+    def plot(self) -> None:
+        """Draw NLL per pair (train, valid) and valid vs unigram perplexity against updates."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        with open(self.path, encoding="utf-8") as lines:
+            records = [r for r in map(json.loads, lines) if r["event"] == "valid"]
+        updates = [r["update"] for r in records]
+        figure = Figure(figsize=(10, 4))
+        nll, ppl = figure.subplots(1, 2)
+        nll.plot(updates, [r["train_nll"] for r in records], label="train (mean since last validation)")
+        nll.plot(updates, [r["valid_nll"] for r in records], label="validation")
+        nll.set(xlabel="updates", ylabel="NLL per pair (nats)", title="loss")
+        ppl.plot(updates, [r["valid_ppl"] for r in records], label="RNN Encoder-Decoder")
+        ppl.plot(updates, [r["unigram_ppl"] for r in records], "--", label="unigram baseline")
+        ppl.set(xlabel="updates", ylabel="per-token perplexity", yscale="log", title="validation")
+        for axes in (nll, ppl):
+            axes.legend()
+            axes.grid(alpha=0.3)
+        figure.tight_layout()
+        FigureCanvasAgg(figure).print_png(self.plot_path)
+
+
+@contextmanager
+def _stop_on_signals(flag: threading.Event):
+    """Set ``flag`` on SIGINT/SIGTERM (a second signal interrupts at once); main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        if flag.is_set():
+            raise KeyboardInterrupt
+        log.warning("signal %d: stopping after this update and saving (again to quit at once)", signum)
+        flag.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+class _Run:
+    """One training run: model, optimizer, data, counters and the files in the output directory."""
+
+    def __init__(self, config: TrainConfig, data: TrainingData, state: dict | None):
+        self.config, self.data, self.resumed = config, data, state is not None
+        self.device = resolve_device(config.device)
+        self.path = lambda name: os.path.join(config.output_dir, name)
+        self.model = self._model(state).to(self.device).train()
+        self.optimizer = torch.optim.Adadelta(self.model.parameters(), lr=1.0, rho=0.95, eps=1e-6)
+        state = state or {}
+        if state:
+            self.optimizer.load_state_dict(state["optimizer"])
+            _set_rng_state(state["rng"])
+        self.updates, self.pairs = state.get("updates", 0), state.get("pairs", 0)
+        self.seconds = state.get("seconds", 0.0)
+        self.best_nll, self.best_ppl = state.get("best_nll", math.inf), state.get("best_ppl", math.inf)
+        self.bad_validations = state.get("bad_validations", 0)
+        self.loss_sum, self.loss_count = state.get("loss_sum", 0.0), state.get("loss_count", 0)
+        self.shuffler = Shuffler(len(data.train), config.batch_size, config.seed,
+                                 state.get("epoch", 0), state.get("position", 0))
+        self.unigram_ppl = unigram_perplexity(data.train, data.valid, self.model.config.trg_vocab_size)
+        self.log = TrainLog(self.path("train.jsonl"), self.path("loss.png"), fresh=not self.resumed)
+        self.last_valid, self.last_valid_update = state.get("last_valid"), state.get("last_valid_update", -1)
+
+    def _model(self, state: dict | None) -> RNNEncoderDecoder:
+        if state is not None:
+            trained = load_trained_model(self.path(LAST))
+            if trained.info.get("updates") != state["updates"]:
+                raise ValueError(f"{self.path(LAST)} and {self.path(STATE)} are from different updates; "
+                                 f"start over with --restart")
+            return trained.model
+        vocabularies, reverse = self.data.vocabularies, self.config.direction == DIRECTIONS[1]
+        sizes = (len(vocabularies.target), len(vocabularies.source)) if reverse else \
+            (len(vocabularies.source), len(vocabularies.target))
+        torch.manual_seed(self.config.seed)
+        return RNNEncoderDecoder(model_config(self.config.preset, *sizes, **self.config.model_overrides))
+
+    def step(self) -> float:
+        """One Adadelta update on the next minibatch; returns its loss (nats per pair)."""
+        index = self.shuffler.next_batch()
+        batch = self.data.train.batch(index, self.device)  # src (B,S), src_len, trg (B,T), trg_len
+        with _autocast(self.device, self.config.bf16):
+            loss = -self.model.log_prob(*batch).mean()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.config.clip_norm:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
+        self.optimizer.step()
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise ValueError(f"the loss became {value} at update {self.updates + 1}; try --clip-norm 1")
+        self.updates, self.pairs = self.updates + 1, self.pairs + len(index)
+        self.loss_sum, self.loss_count = self.loss_sum + value, self.loss_count + 1
+        return value
+
+    def info(self, valid: tuple[float, float] | None) -> dict:
+        """Training facts stored in the model files."""
+        return {"preset": self.config.preset, "updates": self.updates, "epoch": self.shuffler.epoch,
+                "pairs_seen": self.pairs, "valid_nll": valid and valid[0], "valid_ppl": valid and valid[1],
+                "unigram_ppl": self.unigram_ppl, "data": self.data.description, "loss": LOSS_DEFINITION,
+                "train_pairs": len(self.data.train), "valid_pairs": len(self.data.valid),
+                "batch_size": self.config.batch_size, "seed": self.config.seed,
+                "training_seconds": round(self.seconds, 1)}
+
+    def validate(self) -> None:
+        """Score the held-out pairs, log, save last.pt (and best.pt if better) and the state."""
+        started = time.monotonic()
+        valid_nll, valid_ppl = evaluate(self.model, self.data.valid, self.config.valid_batch_size,
+                                        self.device, self.config.bf16)
+        improved = valid_nll < self.best_nll
+        if improved:
+            self.best_nll, self.best_ppl, self.bad_validations = valid_nll, valid_ppl, 0
+            save_trained_model(self.path(BEST), self.model, self.data.vocabularies, self.config.direction,
+                               self.info((valid_nll, valid_ppl)))
+        else:
+            self.bad_validations += 1
+        train_nll = self.loss_sum / max(self.loss_count, 1)
+        self.loss_sum, self.loss_count = 0.0, 0
+        self.last_valid, self.last_valid_update = [valid_nll, valid_ppl], self.updates
+        self.log.validation(update=self.updates, epoch=self.shuffler.epoch, pairs=self.pairs,
+                            train_nll=train_nll, valid_nll=valid_nll, valid_ppl=valid_ppl,
+                            unigram_ppl=self.unigram_ppl, best=improved, seconds=round(self.seconds, 1),
+                            valid_seconds=round(time.monotonic() - started, 1))
+        self.save()
+
+    def save(self) -> None:
+        """Write last.pt, then the training state that matches it."""
+        save_trained_model(self.path(LAST), self.model, self.data.vocabularies, self.config.direction,
+                           self.info(self.last_valid))
+        _atomic_torch_save({
+            "version": STATE_VERSION, "config": self.config.to_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "rng": _rng_state(), "updates": self.updates, "pairs": self.pairs, "seconds": self.seconds,
+            "epoch": self.shuffler.epoch, "position": self.shuffler.position, "best_nll": self.best_nll,
+            "best_ppl": self.best_ppl, "bad_validations": self.bad_validations,
+            "loss_sum": self.loss_sum, "loss_count": self.loss_count, "last_valid": self.last_valid,
+            "last_valid_update": self.last_valid_update}, self.path(STATE))
+
+    def run(self, stop: threading.Event, should_stop) -> str:
+        """Update until a limit, early stopping or a stop request; returns the reason."""
+        started, pairs_before, seconds_before = time.monotonic(), self.pairs, self.seconds
+        with self._progress_bar() as bar:
+            while not (reason := self._limit(started, stop, should_stop)):
+                tick = time.monotonic()
+                loss = self.step()
+                self.seconds += time.monotonic() - tick  # training time, validation excluded
+                if self.updates % 10 == 0:
+                    speed = (self.pairs - pairs_before) / (self.seconds - seconds_before)
+                    bar.set_postfix(loss=f"{loss:.2f}", pairs_s=f"{speed:.0f}", refresh=False)
+                bar.update(1)
+                if self.updates % self.config.valid_every == 0:
+                    self.validate()
+        return reason
+
+    def _limit(self, started: float, stop: threading.Event, should_stop) -> str | None:
+        if stop.is_set() or (should_stop is not None and should_stop(self.updates)):
+            return "interrupted"
+        if self.bad_validations >= self.config.patience:
+            return "early_stopping"
+        if self.config.max_updates is not None and self.updates >= self.config.max_updates:
+            return "max_updates"
+        if self.config.max_time is not None and time.monotonic() - started >= self.config.max_time:
+            return "max_time"
+        return None
+
+    def _progress_bar(self) -> tqdm:
+        return tqdm(total=self.config.max_updates, initial=self.updates, unit="upd", dynamic_ncols=True,
+                    disable=self.config.quiet or not sys.stderr.isatty(), desc="training")
+
+
+def _load_state(config: TrainConfig) -> dict | None:
+    """The saved training state to resume from, following ``config.resume``; None to start afresh."""
+    path = os.path.join(config.output_dir, STATE)
+    if config.resume == "never" or not os.path.exists(path):
+        if config.resume == "require":
+            raise FileNotFoundError(f"{path}: no training state to resume from")
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if state.get("version") != STATE_VERSION:
+        raise ValueError(f"{path}: unsupported training state version {state.get('version')}")
+    saved, current = state["config"], config.to_dict()
+    changed = sorted(k for k in current if k not in _FREE_ON_RESUME and saved.get(k) != current[k])
+    if changed:
+        raise ValueError(f"{path}: cannot resume with different {', '.join(changed)} "
+                         f"(use --restart to start over)")
+    log.info("resuming from %s at update %d (epoch %d)", path, state["updates"], state["epoch"])
+    return state
+
+
+def _load_data(config: TrainConfig, resumed: bool) -> TrainingData:
+    """Read the pairs with the vocabularies of the run (saved in the output directory)."""
+    vocab_dir = os.path.join(config.output_dir, VOCAB_DIR) if resumed else config.vocab_dir
+    vocabularies = VocabularyPair.load(vocab_dir) if vocab_dir else None
+    options = dict(direction=config.direction, vocabularies=vocabularies,
+                   vocab_size=config.vocab_size or preset_shortlist(config.preset), max_len=config.max_len,
+                   valid_share=config.valid_share, valid_size=config.valid_size, encoding=config.encoding)
+    quiet = config.quiet or not sys.stderr.isatty()
+    options["progress"] = lambda items: tqdm(items, desc="reading", unit="pairs", unit_scale=True,
+                                             mininterval=1.0, disable=quiet)
+    data = load_table(config.table, **options) if config.table else load_corpus(*config.corpus, **options)
+    data.vocabularies.save(os.path.join(config.output_dir, VOCAB_DIR))
+    return data
+
+
+def train(config: TrainConfig, should_stop=None) -> TrainResult:
+    """Train (or resume) a model into ``config.output_dir``; see the module docstring.
+
+    ``should_stop(updates)`` is asked before every update; True stops the run as an interrupt
+    would. Raises ValueError, FileNotFoundError or PhraseTableError for bad input.
+    """
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    os.makedirs(config.output_dir, exist_ok=True)
+    state = _load_state(config)
+    if state is None:
+        torch.manual_seed(config.seed)
+        np.random.seed(config.seed)
+        random.seed(config.seed)
+    loading = time.monotonic()
+    data = _load_data(config, state is not None)
+    log.info("%s: %d training and %d validation pairs (%d skipped), %.1f MB in memory, read in %.0f s; "
+             "shortlists cover %.1f%% / %.1f%% of the words", data.description, len(data.train),
+             len(data.valid), data.dropped, (data.train.nbytes + data.valid.nbytes) / 1e6,
+             time.monotonic() - loading, 100 * data.coverage[0], 100 * data.coverage[1])
+    run = _Run(config, data, state)
+    log.info("model: %s preset, %d parameters, %s, device %s%s, %d threads; loss: %s", config.preset,
+             run.model.num_parameters(), config.direction, run.device,
+             " (bf16 autocast)" if config.bf16 else "",
+             torch.get_num_threads(), LOSS_DEFINITION)
+    log.info("unigram baseline: validation perplexity %.1f per token", run.unigram_ppl)
+    run.log.write("start", resumed=run.resumed, update=run.updates, parameters=run.model.num_parameters(),
+                  loss=LOSS_DEFINITION, data=data.description, train_pairs=len(data.train),
+                  valid_pairs=len(data.valid), unigram_ppl=run.unigram_ppl, config=config.to_dict())
+    return _finish(run, should_stop)
+
+
+def _finish(run: _Run, should_stop) -> TrainResult:
+    """Run the loop, then leave consistent last.pt/best.pt/state files whatever stopped it."""
+    stop, pairs_before, seconds_before = threading.Event(), run.pairs, run.seconds
+    with _stop_on_signals(stop):
+        reason = run.run(stop, should_stop)
+    if run.last_valid_update != run.updates:
+        if reason in ("max_updates", "max_time"):
+            run.validate()  # so that best.pt and the log reflect the end of the run
+        else:
+            run.save()  # interrupted: the state as it is, to resume exactly
+    speed = (run.pairs - pairs_before) / max(run.seconds - seconds_before, 1e-9)
+    run.log.write("end", reason=reason, update=run.updates, pairs_per_second=speed)
+    log.info("stopped (%s) after %d updates, epoch %d: best validation NLL %.3f per pair, perplexity %.2f "
+             "(unigram %.2f); %.0f pairs/s", reason, run.updates, run.shuffler.epoch, run.best_nll,
+             run.best_ppl, run.unigram_ppl, speed)
+    return TrainResult(run.updates, run.shuffler.epoch, reason, run.best_nll, run.best_ppl, run.unigram_ppl,
+                       run.model.num_parameters(), len(run.data.train), len(run.data.valid), speed,
+                       run.resumed, run.path(BEST), run.path(LAST))
