@@ -32,8 +32,10 @@ from tqdm import tqdm
 
 from .config import EOS_ID, PAD_ID, model_config, preset_shortlist
 from .data import PairSet, Shuffler, TrainingData, load_corpus, load_table
+from .files import atomic_file
 from .model import RNNEncoderDecoder
 from .model_file import DIRECTIONS, load_trained_model, save_trained_model
+from .train_log import TrainLog
 from .vocab import VocabularyPair
 
 __all__ = ["TrainConfig", "TrainResult", "train", "evaluate", "unigram_perplexity", "parse_duration",
@@ -183,49 +185,8 @@ def _set_rng_state(state: dict) -> None:
 
 
 def _atomic_torch_save(obj: dict, path: str) -> None:
-    temp_path = f"{path}.part"
-    torch.save(obj, temp_path)
-    os.replace(temp_path, path)
-
-
-class TrainLog:
-    """``train.jsonl`` (one JSON object per event) and the loss-curve PNG redrawn from it."""
-
-    def __init__(self, path: str, plot_path: str, fresh: bool):
-        self.path, self.plot_path = path, plot_path
-        if fresh and os.path.exists(path):
-            os.remove(path)
-
-    def write(self, event: str, **values) -> None:
-        """Append one record ``{"event": event, **values}``."""
-        with open(self.path, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"event": event, **values}) + "\n")
-
-    def validation(self, **values) -> None:
-        """Append a validation record and redraw the plot."""
-        self.write("valid", **values)
-        self.plot()
-
-    def plot(self) -> None:
-        """Draw NLL per pair (train, valid) and valid vs unigram perplexity against updates."""
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-        with open(self.path, encoding="utf-8") as lines:
-            records = [r for r in map(json.loads, lines) if r["event"] == "valid"]
-        updates = [r["update"] for r in records]
-        figure = Figure(figsize=(10, 4))
-        nll, ppl = figure.subplots(1, 2)
-        nll.plot(updates, [r["train_nll"] for r in records], label="train (mean since last validation)")
-        nll.plot(updates, [r["valid_nll"] for r in records], label="validation")
-        nll.set(xlabel="updates", ylabel="NLL per pair (nats)", title="loss")
-        ppl.plot(updates, [r["valid_ppl"] for r in records], label="RNN Encoder-Decoder")
-        ppl.plot(updates, [r["unigram_ppl"] for r in records], "--", label="unigram baseline")
-        ppl.set(xlabel="updates", ylabel="per-token perplexity", yscale="log", title="validation")
-        for axes in (nll, ppl):
-            axes.legend()
-            axes.grid(alpha=0.3)
-        figure.tight_layout()
-        FigureCanvasAgg(figure).print_png(self.plot_path)
+    with atomic_file(path) as stream:
+        torch.save(obj, stream)
 
 
 @contextmanager
