@@ -10,12 +10,13 @@ import click
 import torch
 
 from . import __version__
+from .devices import resolve_device
 from .features import UNK_SIDES, UnknownWordFeature
 from .merge import MergeError, merge_parts
 from .model_file import DIRECTIONS, load_trained_model
 from .phrase_table import PhraseTableError, read_entries
 from .progress import ProgressBar
-from .rnn_feature import RNNFeature, resolve_device
+from .rnn_feature import RNNFeature
 from .score import score_table
 from .shards import ShardSpec
 from .train import TrainConfig, parse_duration

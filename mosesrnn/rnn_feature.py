@@ -15,23 +15,15 @@ from typing import Sequence
 import torch
 
 from .batching import pad, phrase_ids
+from .devices import resolve_device
 from .features import moses_exp
 from .model import SourceEncoding
 from .model_file import DIRECTIONS, TrainedModel
 from .phrase_table import PhraseEntry
 
-__all__ = ["RNNFeature", "DTYPES", "resolve_device", "group_by_source", "length_batches"]
+__all__ = ["RNNFeature", "DTYPES", "group_by_source", "length_batches"]
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` is ``cuda`` if a GPU is available, else ``cpu``; ``cuda`` without a GPU raises ValueError."""
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("--device cuda, but torch sees no GPU")
-    return device
 
 
 def group_by_source(sources: Sequence[str]) -> tuple[list[str], list[int]]:

@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from .config import EOS_ID, PAD_ID, model_config, preset_shortlist
 from .data import PairSet, Shuffler, TrainingData, load_corpus, load_table
+from .devices import resolve_device
 from .files import atomic_file
 from .model import RNNEncoderDecoder
 from .model_file import DIRECTIONS, load_trained_model, save_trained_model
@@ -39,7 +40,7 @@ from .train_log import TrainLog
 from .vocab import VocabularyPair
 
 __all__ = ["TrainConfig", "TrainResult", "train", "evaluate", "unigram_perplexity", "parse_duration",
-           "resolve_device", "LOSS_DEFINITION"]
+           "LOSS_DEFINITION"]
 
 log = logging.getLogger("mosesrnn")
 
@@ -125,15 +126,6 @@ def parse_duration(text: str) -> float:
     return sum(float(number) * {"h": 3600, "m": 60, "s": 1, "": 1}[unit] for number, unit in parts)
 
 
-def resolve_device(device: str) -> torch.device:
-    """``auto`` is CUDA when available, else the CPU; raises ValueError for unusable CUDA."""
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("--device cuda, but no CUDA device is available")
-    return torch.device(device)
-
-
 def unigram_perplexity(train: PairSet, valid: PairSet, vocab_size: int) -> float:
     """Per-token perplexity on ``valid`` of a target-word unigram model estimated on ``train``.
 
@@ -215,7 +207,7 @@ class _Run:
 
     def __init__(self, config: TrainConfig, data: TrainingData, state: dict | None):
         self.config, self.data, self.resumed = config, data, state is not None
-        self.device = resolve_device(config.device)
+        self.device = torch.device(resolve_device(config.device))
         self.path = lambda name: os.path.join(config.output_dir, name)
         self.model = self._model(state).to(self.device).train()
         self.optimizer = torch.optim.Adadelta(self.model.parameters(), lr=1.0, rho=0.95, eps=1e-6)
