@@ -74,6 +74,10 @@ def moses_ini(ini, table, add, features, weights, feature_name, binary, output):
     untouched. The defaults start the new features small (the weights decide, before tuning,
     which table-limit translations survive) with the sign that helps: +0.1 rewards a higher RNN
     log-probability, -0.1 penalises each unknown word.
+
+    \b
+    Example:
+      mosesrnn moses-ini moses.ini --table $PWD/phrase-table.rnn.gz -o moses.rnn.ini
     """
     try:
         update = update_moses_ini(ini, table, output, add, features, weights, feature_name, binary)
@@ -104,6 +108,10 @@ def binarize(table, fmt, output, threads, moses_bin, dry_run):
     """Rebuild the binarized form of a scored phrase TABLE with its new number of scores.
 
     The score count is read from the first line of TABLE.
+
+    \b
+    Example:
+      mosesrnn binarize phrase-table.rnn.gz --format compact --threads 4 --moses-bin /opt/moses/bin
     """
     try:
         result = binarize_table(table, fmt, output, threads, moses_bin, dry_run)
@@ -157,6 +165,11 @@ def mert_moses(dev_src, dev_ref, ini, work_dir, runs, threads, moses_bin, moses_
 
     Prints each run's tuned weights and, given a test set, BLEU as mean ± std over runs for the
     new system and the baseline.
+
+    \b
+    Example:
+      mosesrnn mert-moses dev.en dev.fr moses.rnn.ini --work-dir tune --runs 3 \\
+          --test-src test.en --test-ref test.fr --baseline moses.ini
     """
     options = MertOptions(dev_src, dev_ref, ini, work_dir, runs, threads, nbest, maximum_iterations,
                           batch_mira, return_best_dev, test_src, test_ref, baseline, tokenize)
