@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -33,7 +34,7 @@ from mosesrnn.rnn_feature import RNNFeature
 from mosesrnn.shards import count_lines
 from mosesrnn.vocab import Vocabulary, VocabularyPair, build_vocabularies
 
-TABLE = "/work/shared/data/tatoeba-moses-en-fr/phrase-table.gz"
+TABLE = str(Path(__file__).resolve().parents[2] / "shared/data/tatoeba-moses-en-fr/phrase-table.gz")
 
 
 def trained_model(preset: str, entries, init_std: float = 0.01) -> TrainedModel:
@@ -65,15 +66,21 @@ def flops_per_pair(config, entries) -> tuple[float, str]:
     return total, formula
 
 
-def matmul_flops(hidden: int, dtype: str, seconds: float = 1.0) -> float:
+def matmul_flops(hidden: int, dtype: str, device: str, seconds: float = 1.0) -> float:
     """FLOP/s of the recurrent step's matmul, (1024 x H) by (H x 3H), as the scorer runs it."""
-    x, layer = torch.randn(1024, hidden), torch.nn.Linear(hidden, 3 * hidden, bias=False)
-    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
+    x = torch.randn(1024, hidden, device=device)
+    layer = torch.nn.Linear(hidden, 3 * hidden, bias=False, device=device)
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    with torch.inference_mode(), torch.autocast(kind, dtype=torch.bfloat16, enabled=dtype == "bf16"):
         layer(x)
         runs, started = 0, time.perf_counter()
         while time.perf_counter() - started < seconds:
             layer(x)
             runs += 1
+            if kind == "cuda" and runs % 100 == 0:
+                torch.cuda.synchronize()
+        if kind == "cuda":
+            torch.cuda.synchronize()
     return 2 * 1024 * hidden * 3 * hidden * runs / (time.perf_counter() - started)
 
 
@@ -93,14 +100,16 @@ def naive_pairs_per_second(trained: TrainedModel, entries) -> float:
         for entry in entries:
             src, src_lengths = pad([phrase_ids(trained.input_vocabulary, entry.source)])
             trg, trg_lengths = pad([phrase_ids(trained.output_vocabulary, entry.target)], append_eos=True)
-            trained.model.log_prob(src, src_lengths, trg, trg_lengths)
+            device = trained.model.G_l.weight.device
+            trained.model.log_prob(src.to(device), src_lengths.to(device), trg.to(device), trg_lengths.to(device))
     return len(entries) / (time.perf_counter() - started)
 
 
 def bf16_difference(trained: TrainedModel, entries) -> tuple[float, float, float]:
     """Max and mean |log p(bf16) - log p(fp32)| over `entries`, and the mean |log p(fp32)|."""
-    fp32 = torch.tensor(RNNFeature(trained).log_probs(entries))
-    bf16 = torch.tensor(RNNFeature(trained, dtype="bf16").log_probs(entries))
+    device = str(trained.model.G_l.weight.device)
+    fp32 = torch.tensor(RNNFeature(trained, device=device).log_probs(entries))
+    bf16 = torch.tensor(RNNFeature(trained, dtype="bf16", device=device).log_probs(entries))
     difference = (bf16 - fp32).abs()
     return difference.max().item(), difference.mean().item(), fp32.abs().mean().item()
 
@@ -108,6 +117,7 @@ def bf16_difference(trained: TrainedModel, entries) -> tuple[float, float, float
 def report_preset(preset: str, entries, args) -> None:
     """Print throughput, baseline and roofline share of one preset."""
     trained = trained_model(preset, entries)
+    trained.model.to(args.device)
     flops, formula = flops_per_pair(trained.model.config, entries)
     print(f"\n== preset {preset}: {trained.model.num_parameters() / 1e6:.1f}M parameters")
     print(f"FLOPs/pair = {flops / 1e6:.1f} MFLOP = {formula}")
@@ -115,14 +125,15 @@ def report_preset(preset: str, entries, args) -> None:
     print(f"naive baseline (1 pair at a time, {args.naive_pairs} pairs): {naive:,.0f} pairs/s")
     lines = args.lines if preset == "small" else args.paper_lines
     for dtype, count in (("fp32", lines), ("bf16", args.bf16_lines)):
-        peak = matmul_flops(trained.model.config.hidden_dim, dtype)
-        feature = RNNFeature(trained, dtype=dtype, batch_tokens=args.batch_tokens)
+        peak = matmul_flops(trained.model.config.hidden_dim, dtype, args.device)
+        feature = RNNFeature(trained, dtype=dtype, batch_tokens=args.batch_tokens, device=args.device)
         speed = pairs_per_second(feature, entries[:count])
         print(f"{dtype}: {speed:,.0f} pairs/s on {count:,} pairs = {speed / naive:.1f}x naive; matmul "
               f"{peak / 1e9:.0f} GFLOP/s -> roofline {peak / flops:,.0f} pairs/s, "
               f"reached {speed * flops / peak:.0%}")
     for init_std in (0.01, 0.1, 0.2):  # the paper's init, then wider ones with peakier distributions
         model = trained if init_std == 0.01 else trained_model(preset, entries, init_std)
+        model.model.to(args.device)
         worst, mean, typical = bf16_difference(model, entries[:args.bf16_lines])
         print(f"bf16 vs fp32 on {args.bf16_lines:,} real pairs, weights N(0, {init_std}^2): "
               f"|log p| difference "
@@ -169,6 +180,7 @@ def main() -> None:
     parser.add_argument("--naive-pairs", type=int, default=300)
     parser.add_argument("--batch-tokens", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (a GPU run: --device cuda)")
     parser.add_argument("--memory", action="store_true", help="also measure peak RSS on 1M and 5.35M lines")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
