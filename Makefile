@@ -1,5 +1,7 @@
 # The usual targets. `make demo` and `make test` work on a fresh machine: they create .venv first.
 VENV ?= .venv
+# The CPU build by default; on a GPU machine pass the CUDA build that fits the driver, e.g. TORCH=torch==2.13.0+cu128
+TORCH ?= torch==2.13.0
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
@@ -9,7 +11,7 @@ $(STAMP): setup.cfg pyproject.toml
 	python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
 	# The CPU build of PyTorch first: a plain `pip install torch` pulls a multi-GB CUDA build.
-	$(PYTHON) -m pip install --quiet torch==2.13.0
+	$(PYTHON) -m pip install --quiet "$(TORCH)"
 	$(PYTHON) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
