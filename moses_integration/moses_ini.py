@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
+from mosesrnn.files import atomic_file
 from mosesrnn.phrase_table import count_scores
 
 from .binarize import BINARY_FORMATS, moses_table_path
@@ -336,21 +336,6 @@ def rewrite_ini(text: str, weights: Sequence[float], table: str, feature: str | 
                      chosen.num_features + len(weights), weights, table_path, "".join(lines))
 
 
-def _write_atomically(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temp_path = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".part")
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as stream:
-            os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes it 0600; give it the mode of a new file
-            stream.write(text)
-        os.replace(temp_path, path)
-    except BaseException:
-        os.unlink(temp_path)
-        raise
-
-
 def _same_file(a: str, b: str) -> bool:
     return os.path.abspath(a) == os.path.abspath(b) or (os.path.exists(b) and os.path.samefile(a, b))
 
@@ -379,5 +364,6 @@ def update_moses_ini(ini_path: str, table: str, output: str, add: int | None = N
         raise MosesIniError(table, 1, f"{columns} score columns, but {update.feature} "
                             f"({ini_path}:{update.feature_line}) would have num-features="
                             f"{update.old_num_features}+{len(update.weights)}={update.new_num_features}")
-    _write_atomically(output, update.text)
+    with atomic_file(output) as stream:
+        stream.write(update.text.encode("utf-8"))
     return update

@@ -19,6 +19,8 @@ from typing import BinaryIO
 
 from isal import isal_zlib
 
+from .files import atomic_file
+
 __all__ = ["ResumeError", "ResumableOutput", "StreamOutput"]
 
 log = logging.getLogger(__name__)
@@ -87,10 +89,8 @@ class ResumableOutput:
         self._end_piece()
         os.fsync(self._raw.fileno())
         record = {"key": self.key, "state": {**state, "bytes": self._raw.tell()}}
-        temp_path = self.progress_path + ".tmp"
-        with open(temp_path, "w", encoding="utf-8") as stream:
-            json.dump(record, stream, indent=2)
-        os.replace(temp_path, self.progress_path)
+        with atomic_file(self.progress_path) as stream:
+            stream.write(json.dumps(record, indent=2).encode("utf-8"))
 
     def finish(self) -> int:
         """Complete the output, give it its final name and drop the progress record; returns its size."""

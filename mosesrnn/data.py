@@ -28,7 +28,7 @@ from isal import igzip_threaded
 from .config import EOS_ID, PAD_ID, UNK_ID
 from .model_file import DIRECTIONS
 from .phrase_table import read_entries, words
-from .vocab import RESERVED, Vocabulary, VocabularyPair, unique_pairs
+from .vocab import RESERVED, Vocabulary, VocabularyPair, shortlist, unique_pairs
 
 __all__ = ["PairSet", "TrainingData", "load_table", "load_corpus", "split_share", "Shuffler"]
 
@@ -146,19 +146,13 @@ class _Collector:
         temp_ids = np.frombuffer(self.ids[side], dtype=np.int32)
         words_by_id = list(self.index[side])
         counts = np.bincount(temp_ids, minlength=len(words_by_id))
-        vocabulary = given if given is not None else _shortlist(words_by_id, counts, size)
+        vocabulary = given if given is not None else shortlist(
+            {word: int(counts[i]) for i, word in enumerate(words_by_id) if word not in RESERVED}, size)
         remap = np.array([UNK_ID if w in RESERVED else vocabulary.stoi.get(w, UNK_ID) for w in words_by_id],
                          dtype=np.int32)
         offsets = np.zeros(len(self.lengths[side]) + 1, dtype=np.int64)
         np.cumsum(np.frombuffer(self.lengths[side], dtype=np.int64), out=offsets[1:])
         return vocabulary, remap[temp_ids] if len(temp_ids) else temp_ids.copy(), offsets
-
-
-def _shortlist(words_by_id: list[str], counts: np.ndarray, size: int) -> Vocabulary:
-    """The ``size`` most frequent words, ties broken by the word (as `vocab.build_vocabularies`)."""
-    candidates = [i for i, w in enumerate(words_by_id) if w not in RESERVED]
-    ranked = sorted(candidates, key=lambda i: (-counts[i], words_by_id[i]))[:size]
-    return Vocabulary([words_by_id[i] for i in ranked], [int(counts[i]) for i in ranked])
 
 
 def _finish(collector: _Collector, vocab_size: int, vocabularies: VocabularyPair | None,

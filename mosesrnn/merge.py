@@ -48,7 +48,8 @@ def merge_parts(parts: Sequence[str], output_path: str) -> MergeSummary:
     merged.update(shard="1/1", first_line=1, end_line=records[-1]["end_line"],
                   lines=sum(record["lines"] for record in records), bytes=os.path.getsize(output_path),
                   merged_from=[os.path.abspath(record["path"]) for record in records])
-    _write_atomically(output_path + ".json", (json.dumps(merged, indent=2) + "\n").encode("utf-8"))
+    with atomic_file(output_path + ".json") as stream:
+        stream.write((json.dumps(merged, indent=2) + "\n").encode("utf-8"))
     return MergeSummary(len(records), merged["lines"], merged["signature"])
 
 
@@ -102,10 +103,3 @@ def _concatenate(paths: Sequence[str], output_path: str) -> None:
         for path in paths:
             with open(path, "rb") as part:
                 shutil.copyfileobj(part, out, 1 << 22)
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    temp_path = path + ".tmp"
-    with open(temp_path, "wb") as out:
-        out.write(data)
-    os.replace(temp_path, path)

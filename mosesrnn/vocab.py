@@ -10,13 +10,14 @@ import collections
 import hashlib
 import os
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
+from .files import atomic_file
 from .phrase_table import PhraseEntry, words
 
 __all__ = [
     "PAD", "UNK", "EOS", "RESERVED", "Vocabulary", "VocabularyPair", "CoverageReport",
-    "unique_pairs", "build_vocabularies",
+    "unique_pairs", "shortlist", "build_vocabularies",
 ]
 
 PAD, UNK, EOS = "<pad>", "<unk>", "</s>"
@@ -58,12 +59,9 @@ class Vocabulary:
 
     def save(self, path: str) -> None:
         """Write the vocabulary file (atomically)."""
-        temp_path = f"{path}.part"
-        with open(temp_path, "w", encoding="utf-8", newline="\n") as out:
-            out.write(FORMAT_HEADER + "\n")
-            for word, count in zip(self.itos[len(RESERVED):], self.counts):
-                out.write(f"{word}\t{count}\n")
-        os.replace(temp_path, path)
+        lines = [FORMAT_HEADER] + [f"{word}\t{count}" for word, count in zip(self.itos[len(RESERVED):], self.counts)]
+        with atomic_file(path) as out:
+            out.write(("\n".join(lines) + "\n").encode("utf-8"))
 
     @classmethod
     def load(cls, path: str) -> "Vocabulary":
@@ -136,9 +134,9 @@ def unique_pairs(entries: Iterable[PhraseEntry]) -> Iterator[PhraseEntry]:
             yield entry
 
 
-def _shortlist(counter: collections.Counter, size: int) -> Vocabulary:
-    # Most frequent first; ties broken by the word itself so that files are byte-identical.
-    ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:size]
+def shortlist(counts: Mapping[str, int], size: int) -> Vocabulary:
+    """The ``size`` most frequent words, ties broken by the word itself so files are byte-identical."""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:size]
     return Vocabulary([word for word, _ in ranked], [count for _, count in ranked])
 
 
@@ -161,8 +159,8 @@ def build_vocabularies(entries: Iterable[PhraseEntry], size: int = 15000,
     for counter in (source_counts, target_counts):
         for symbol in reserved & counter.keys():
             del counter[symbol]  # a literal "<unk>" in a table is an unknown word, not our symbol
-    vocabularies = VocabularyPair(_shortlist(source_counts, size),
-                                  _shortlist(target_counts, target_size or size))
+    vocabularies = VocabularyPair(shortlist(source_counts, size),
+                                  shortlist(target_counts, target_size or size))
     report = CoverageReport(pairs, len(source_counts), len(target_counts),
                             _coverage(source_counts, vocabularies.source),
                             _coverage(target_counts, vocabularies.target))
