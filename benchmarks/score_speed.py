@@ -25,14 +25,16 @@ from pathlib import Path
 
 import torch
 
-from mosesrnn.batching import pad, phrase_ids
-from mosesrnn.config import model_config, preset_shortlist
-from mosesrnn.model import RNNEncoderDecoder
-from mosesrnn.model_file import TrainedModel, save_trained_model
-from mosesrnn.phrase_table import read_entries, words
-from mosesrnn.rnn_feature import RNNFeature
-from mosesrnn.shards import count_lines
-from mosesrnn.vocab import Vocabulary, VocabularyPair, build_vocabularies
+from mosesrnn.features.rnn import RNNFeature
+from mosesrnn.formats.phrase_table import read_entries
+from mosesrnn.models.batching import pad
+from mosesrnn.models.config import model_config, preset_shortlist
+from mosesrnn.models.encdec import build_model
+from mosesrnn.models.model_file import TrainedModel, save_trained_model
+from mosesrnn.pipeline.shards import count_lines
+from mosesrnn.text.codec import Codec, CodecPair
+from mosesrnn.text.tokenizers import MosesWords, words
+from mosesrnn.text.vocab import Vocabulary, build_vocabularies
 
 TABLE = str(Path(__file__).resolve().parents[2] / "shared/data/tatoeba-moses-en-fr/phrase-table.gz")
 
@@ -41,12 +43,12 @@ def trained_model(preset: str, entries, init_std: float = 0.01) -> TrainedModel:
     """A randomly initialised model of `preset` whose shortlists are the slice's words, padded to size."""
     size = preset_shortlist(preset)
     found, _ = build_vocabularies(entries, size)
-    pair = VocabularyPair(*(Vocabulary(v.itos[3:] + [f"<filler{i}>" for i in range(size - len(v) + 3)])
-                            for v in (found.source, found.target)))
+    text = CodecPair(*(Codec(MosesWords(), Vocabulary(v.itos[3:] + [f"<filler{i}>" for i in range(size - len(v) + 3)]))
+                       for v in (found.source, found.target)))
     torch.manual_seed(0)
-    config = model_config(preset, len(pair.source), len(pair.target), init_std=init_std)
-    model = RNNEncoderDecoder(config).eval()
-    return TrainedModel(model, pair, "source-to-target", {}, f"random-{preset}")
+    config = model_config(preset, len(text.source.vocabulary), len(text.target.vocabulary), init_std=init_std)
+    model = build_model(config).eval()
+    return TrainedModel(model, text, "source-to-target", {}, f"random-{preset}")
 
 
 def flops_per_pair(config, entries) -> tuple[float, str]:
@@ -86,10 +88,10 @@ def matmul_flops(hidden: int, dtype: str, device: str, seconds: float = 1.0) -> 
 
 def pairs_per_second(feature: RNNFeature, entries, chunk_lines: int = 20000) -> float:
     """Throughput of the feature's log_probs over `entries`, in chunks as the scorer cuts them."""
-    feature.log_probs(entries[:200])  # warm-up
+    feature.values(entries[:200])  # warm-up
     started = time.perf_counter()
     for start in range(0, len(entries), chunk_lines):
-        feature.log_probs(entries[start:start + chunk_lines])
+        feature.values(entries[start:start + chunk_lines])
     return len(entries) / (time.perf_counter() - started)
 
 
@@ -98,18 +100,18 @@ def naive_pairs_per_second(trained: TrainedModel, entries) -> float:
     started = time.perf_counter()
     with torch.inference_mode():
         for entry in entries:
-            src, src_lengths = pad([phrase_ids(trained.input_vocabulary, entry.source)])
-            trg, trg_lengths = pad([phrase_ids(trained.output_vocabulary, entry.target)], append_eos=True)
-            device = trained.model.G_l.weight.device
+            src, src_lengths = pad([trained.input_codec.ids(entry.source)])
+            trg, trg_lengths = pad([trained.output_codec.ids(entry.target)], append_eos=True)
+            device = trained.model.decoder.G_l.weight.device
             trained.model.log_prob(src.to(device), src_lengths.to(device), trg.to(device), trg_lengths.to(device))
     return len(entries) / (time.perf_counter() - started)
 
 
 def bf16_difference(trained: TrainedModel, entries) -> tuple[float, float, float]:
     """Max and mean |log p(bf16) - log p(fp32)| over `entries`, and the mean |log p(fp32)|."""
-    device = str(trained.model.G_l.weight.device)
-    fp32 = torch.tensor(RNNFeature(trained, device=device).log_probs(entries))
-    bf16 = torch.tensor(RNNFeature(trained, dtype="bf16", device=device).log_probs(entries))
+    device = str(trained.model.decoder.G_l.weight.device)
+    fp32 = torch.tensor(RNNFeature(trained, device=device).values(entries))
+    bf16 = torch.tensor(RNNFeature(trained, dtype="bf16", device=device).values(entries))
     difference = (bf16 - fp32).abs()
     return difference.max().item(), difference.mean().item(), fp32.abs().mean().item()
 
@@ -158,7 +160,7 @@ def report_memory(entries, table: str) -> None:
     with tempfile.TemporaryDirectory() as directory:
         trained = trained_model("small", entries)
         model = os.path.join(directory, "small.pt")
-        save_trained_model(model, trained.model, trained.vocabularies)
+        save_trained_model(model, trained.model, trained.text)
         with gzip.open(table) as lines, gzip.open(os.path.join(directory, "1m.gz"), "wb", 1) as out:
             out.writelines(itertools.islice(lines, 1_000_000))
         with open(os.path.join(directory, "twice.gz"), "wb") as out:

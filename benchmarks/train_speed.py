@@ -22,9 +22,9 @@ import time
 import numpy as np
 import torch
 
-from mosesrnn.config import PRESETS, model_config
-from mosesrnn.data import Shuffler, load_table
-from mosesrnn.model import RNNEncoderDecoder
+from mosesrnn.models.config import PRESETS, model_config
+from mosesrnn.models.encdec import EncoderDecoder, build_model
+from mosesrnn.train.data import Shuffler, load_table
 
 
 def matmul_flops(dtype: torch.dtype, size: int = 1024, repeats: int = 30, budget: float = 5.0) -> float:
@@ -47,7 +47,7 @@ def flops_per_pair(config, src_len: float, trg_len: float) -> float:
     return 6 * macs
 
 
-def pairs_per_second(model: RNNEncoderDecoder, pairs, updates: int, bf16: bool, batch_size: int = 64,
+def pairs_per_second(model: EncoderDecoder, pairs, updates: int, bf16: bool, batch_size: int = 64,
                      warmup: int = 2) -> float:
     """Adadelta updates on minibatches of real pairs; the first ``warmup`` are not timed."""
     optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0, rho=0.95, eps=1e-6)
@@ -99,7 +99,7 @@ def main() -> None:
         flops = flops_per_pair(config, src_len, trg_len)
         for bf16 in (False, True):
             torch.manual_seed(1)
-            model = RNNEncoderDecoder(config).train()
+            model = build_model(config).train()
             updates, warmup = plan(preset, bf16, args.updates)
             speed = pairs_per_second(model, data.train, updates, bf16, 64, warmup)
             achieved = speed * flops

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mosesrnn.phrase_table import count_scores
+from mosesrnn.formats.phrase_table import count_scores
 
 from .tools import find_program, missing_program_error, run_command
 

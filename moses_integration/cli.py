@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from mosesrnn.phrase_table import PhraseTableError
+from mosesrnn.formats.phrase_table import PhraseTableError
 
 from .binarize import BINARY_FORMATS, FORMATS, binarize_table
 from .mert import BLEU_TOKENIZERS, MertOptions, tune

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from mosesrnn.files import atomic_file
-from mosesrnn.phrase_table import count_scores
+from mosesrnn.formats.phrase_table import count_scores
 
 from .binarize import BINARY_FORMATS, moses_table_path
 from .weights import initial_weights, scored_columns

@@ -18,10 +18,13 @@ import json
 import math
 from typing import Sequence
 
+from mosesrnn.features.registry import FEATURES, default_features
+
 __all__ = ["DEFAULT_WEIGHTS", "DEFAULT_FEATURES", "scored_columns", "initial_weights"]
 
-DEFAULT_WEIGHTS = {"rnn": 0.1, "unk": -0.1}
-DEFAULT_FEATURES = ("rnn", "unk")
+#: Each feature's initial weight, from the feature registry.
+DEFAULT_WEIGHTS = {name: spec.default_weight for name, spec in FEATURES.items()}
+DEFAULT_FEATURES = default_features(with_model=True)
 
 
 def scored_columns(table: str) -> tuple[str, ...] | None:

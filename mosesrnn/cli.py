@@ -11,17 +11,17 @@ import torch
 
 from . import __version__
 from .devices import resolve_device
-from .features import UNK_SIDES, UnknownWordFeature
-from .merge import MergeError, merge_parts
-from .model_file import DIRECTIONS, load_trained_model
-from .phrase_table import PhraseTableError, read_entries
+from .direction import DIRECTIONS, SOURCE_TO_TARGET
+from .features.registry import FEATURES, FeatureOptions, build_features, default_features, parse_feature_names
+from .features.unk import UNK_SIDES
+from .formats.phrase_table import PhraseTableError, read_entries
+from .pipeline.merge import MergeError, merge_parts
+from .pipeline.score import score_table
+from .pipeline.shards import ShardSpec
 from .progress import ProgressBar
-from .rnn_feature import RNNFeature
-from .score import score_table
-from .shards import ShardSpec
-from .train import TrainConfig, parse_duration
-from .train import train as run_training
-from .vocab import VocabularyPair, build_vocabularies
+from .text.vocab import build_vocabularies
+from .train.trainer import TrainConfig, parse_duration
+from .train.trainer import train as run_training
 
 log = logging.getLogger("mosesrnn")
 
@@ -112,7 +112,7 @@ def _duration(ctx, param, value):
 @click.option("--preset", type=click.Choice(["small", "paper"]), default="small", show_default=True,
               help="Model sizes: paper = 1000 hidden units, 100-dim embeddings, 500 maxout units, "
                    "15,000-word shortlists; small = 256/64/128, 8,000 words (trains in minutes on a CPU).")
-@click.option("--direction", type=click.Choice(DIRECTIONS), default=DIRECTIONS[0], show_default=True,
+@click.option("--direction", type=click.Choice(DIRECTIONS), default=SOURCE_TO_TARGET, show_default=True,
               help="source-to-target models p(target | source); target-to-source gives p(source | target).")
 @click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False, exists=True),
               help="Shortlists from `mosesrnn vocab`; without it they are built from the training data "
@@ -198,9 +198,10 @@ def train(table, corpus, output_dir, preset, direction, vocab_dir, vocab_size, m
               help="A model file from `mosesrnn train` (for the rnn feature; its shortlists serve unk).")
 @click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False, exists=True),
               help="Directory with the shortlists from `mosesrnn vocab` (for unk without -m).")
-@click.option("--features", help="Comma-separated feature columns to append, in this order "
-              "[default: rnn,unk with -m, else unk]. rnn: exp(log p(target | source)), so Moses' "
-              "ln() sees log p; unk: e^n for the n words outside the shortlists, so Moses sees n.")
+@click.option("--features", help="Comma-separated feature columns to append, in this order [default: "
+              f"{','.join(default_features(True))} with -m, else {','.join(default_features(False))}]. "
+              + "; ".join(f"{name}: {spec.summary}" for name, spec in FEATURES.items())
+              + ". Each column holds e^v, so that Moses' ln() sees the value v.")
 @click.option("--unk-side", type=click.Choice(UNK_SIDES), default="both", show_default=True,
               help="Which words the unk feature counts.")
 @click.option("--direction", type=click.Choice(DIRECTIONS),
@@ -246,43 +247,24 @@ def score(table, output, model_path, vocab_dir, features, unk_side, direction, l
         shard = ShardSpec.parse(shard_text)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--shard") from None
-    features = features or ("rnn,unk" if model_path else "unk")
-    names = [name.strip() for name in features.split(",") if name.strip()]
     try:
-        columns = _score_features(names, model_path, vocab_dir, unk_side, dict(
-            direction=direction, device=device, dtype=dtype, batch_tokens=batch_tokens,
-            length_normalize=length_normalize))
+        names = parse_feature_names(features) if features else default_features(model_path is not None)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--features") from None
+    try:
+        options = FeatureOptions(model=model_path, vocab=vocab_dir, unk_side=unk_side, direction=direction,
+                                 device=resolve_device(device), dtype=dtype, batch_tokens=batch_tokens,
+                                 length_normalize=length_normalize)
+        columns = build_features(names, options)
         with ProgressBar("scoring", quiet=quiet) as bar:
             summary = score_table(table, output, columns, encoding=encoding, chunk_lines=chunk_lines,
                                   shard=shard, resume=resume, checkpoint_every=checkpoint_every,
-                                  settings={"batch_tokens": batch_tokens, "device": resolve_device(device)},
                                   progress=bar.update_position)
     except (PhraseTableError, FileNotFoundError, ValueError) as error:
         raise _fail(error) from None
     log.info("scored %d lines (%d-%d) in %.1f s (%.0f lines/s); signature: %s", summary.lines,
              summary.first_line, summary.end_line - 1, summary.seconds, summary.lines_per_second,
              summary.signature)
-
-
-def _score_features(names: list[str], model_path: str | None, vocab_dir: str | None, unk_side: str,
-                    rnn_options: dict) -> list:
-    """Build the feature columns named in --features, in order."""
-    trained = load_trained_model(model_path) if model_path else None
-    columns = []
-    for name in names:
-        if name == "rnn":
-            if trained is None:
-                raise click.BadParameter("the rnn feature needs -m MODEL", param_hint="--features")
-            columns.append(RNNFeature(trained, **rnn_options))
-        elif name == "unk":
-            if trained is None and vocab_dir is None:
-                raise click.BadParameter("the unk feature needs -m MODEL or --vocab", param_hint="--vocab")
-            vocabularies = trained.vocabularies if trained else VocabularyPair.load(vocab_dir)
-            columns.append(UnknownWordFeature(vocabularies, unk_side))
-        else:
-            raise click.BadParameter(f"unknown feature {name!r} (choose from: rnn, unk)",
-                                     param_hint="--features")
-    return columns
 
 
 @main.command()

@@ -5,11 +5,13 @@ import os
 
 import torch
 
-from mosesrnn.config import ModelConfig
-from mosesrnn.model import RNNEncoderDecoder
-from mosesrnn.model_file import save_trained_model
-from mosesrnn.phrase_table import read_entries
-from mosesrnn.vocab import build_vocabularies
+from mosesrnn.formats.phrase_table import read_entries
+from mosesrnn.models.config import ModelConfig
+from mosesrnn.models.encdec import EncoderDecoder
+from mosesrnn.models.model_file import save_trained_model
+from mosesrnn.text.codec import Codec, CodecPair
+from mosesrnn.text.tokenizers import MosesWords
+from mosesrnn.text.vocab import build_vocabularies
 
 TABLE = os.path.join(os.path.dirname(__file__), "data", "tatoeba.en-fr.3k.gz")
 TINY = dict(embed_dim=8, hidden_dim=16, maxout_units=8, output_rank=6)
@@ -23,9 +25,10 @@ def save_tiny_model(path: str, direction: str = "source-to-target", seed: int = 
     if direction == "target-to-source":
         source, target = target, source
     torch.manual_seed(seed)
-    model = RNNEncoderDecoder(ModelConfig(source, target, **{**TINY, **sizes}))
+    model = EncoderDecoder(ModelConfig(source, target, **{**TINY, **sizes}))
     with torch.no_grad():
         for param in model.parameters():
             param.normal_(0.0, 0.3)
-    save_trained_model(path, model, vocabularies, direction)
+    text = CodecPair(Codec(MosesWords(), vocabularies.source), Codec(MosesWords(), vocabularies.target))
+    save_trained_model(path, model, text, direction)
     return path

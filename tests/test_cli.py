@@ -5,7 +5,7 @@ import math
 
 import pytest
 from click.testing import CliRunner
-from conftest import shared_file
+from conftest import MOSES_TABLES
 
 from mosesrnn.cli import main
 
@@ -33,8 +33,8 @@ def test_vocab_writes_shortlists_of_the_requested_size(vocab_dir):
 
 
 def test_score_unk_appends_one_column_moses_reads_as_the_count(vocab_dir, tatoeba_table, tmp_path):
-    from mosesrnn.phrase_table import words
-    from mosesrnn.vocab import VocabularyPair
+    from mosesrnn.text.tokenizers import words
+    from mosesrnn.text.vocab import VocabularyPair
     out = tmp_path / "scored.gz"
     result = CliRunner().invoke(main, ["score", str(tatoeba_table), "--vocab", str(vocab_dir),
                                        "--features", "unk", "-o", str(out), "--unk-side", "target"])
@@ -85,14 +85,14 @@ def test_bad_input_fails_cleanly_and_leaves_no_output(name, vocab_dir, tmp_path)
 
 
 def test_latin1_table_needs_encoding(vocab_dir, tmp_path):
-    table = shared_file("moses-regression-tests/phrase-tables/europarl.de-en.phrase-table.latin1.gz")
+    table = MOSES_TABLES / "europarl.de-en.latin1.2100.gz"
     out = tmp_path / "scored.gz"
     args = ["score", str(table), "--vocab", str(vocab_dir), "--features", "unk", "-o", str(out)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1 and "not valid utf-8" in result.output and not out.exists()
     result = CliRunner().invoke(main, args + ["--encoding", "latin-1"])
     assert result.exit_code == 0, result.output
-    assert "ä" in gzip.open(out, "rt", encoding="utf-8").read()
+    assert ", für ||| favour |||" in gzip.open(out, "rt", encoding="utf-8").read()
 
 
 def test_missing_input_and_unknown_feature(vocab_dir, tmp_path):

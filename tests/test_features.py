@@ -3,9 +3,9 @@ import math
 
 import pytest
 
-from mosesrnn.features import UnknownWordFeature, moses_exp
-from mosesrnn.phrase_table import parse_line
-from mosesrnn.vocab import Vocabulary, VocabularyPair
+from mosesrnn.features.unk import UnknownWordFeature
+from mosesrnn.formats.phrase_table import parse_line, table_value
+from mosesrnn.text.vocab import Vocabulary, VocabularyPair
 
 VOCABULARIES = VocabularyPair(Vocabulary(["the", "house", "is"]), Vocabulary(["la", "maison", "est"]))
 
@@ -31,21 +31,56 @@ CASES = [
 @pytest.mark.parametrize("side", ["source", "target", "both"])
 def test_moses_reads_the_unknown_word_count_exactly(source, target, n_source, n_target, side):
     feature = UnknownWordFeature(VOCABULARIES, side)
-    [written] = feature.compute([parse_line(f"{source} ||| {target} ||| 1", "t", 1)])
+    [value] = feature.values([parse_line(f"{source} ||| {target} ||| 1", "t", 1)])
+    written = table_value(value, feature.spec.table_digits)
     expected = {"source": n_source, "target": n_target, "both": n_source + n_target}[side]
     assert abs(moses_view(written) - expected) < 1e-9
 
 
 @pytest.mark.parametrize("log_p", [-0.001, -3.0, -42.123456789, -99.9])
 def test_rnn_style_values_keep_nine_significant_digits(log_p):
-    assert moses_view(moses_exp(log_p, digits=9)) == pytest.approx(log_p, abs=1e-8)
+    assert moses_view(table_value(log_p, digits=9)) == pytest.approx(log_p, abs=1e-8)
 
 
 def test_values_below_e_minus_100_are_floored_by_moses():
-    assert moses_view(moses_exp(-150.0, digits=9)) == -100.0
-    assert moses_view(moses_exp(-800.0, digits=9)) == -100.0  # underflows to 0, floored too
+    assert moses_view(table_value(-150.0, digits=9)) == -100.0
+    assert moses_view(table_value(-800.0, digits=9)) == -100.0  # underflows to 0, floored too
 
 
 def test_unknown_side_is_checked():
     with pytest.raises(ValueError, match="side must be one of"):
         UnknownWordFeature(VOCABULARIES, "left")
+
+
+def test_registry_is_what_moses_integration_and_the_cli_read():
+    from moses_integration.weights import DEFAULT_FEATURES, DEFAULT_WEIGHTS
+    from mosesrnn.features.registry import FEATURES, default_features
+    assert DEFAULT_WEIGHTS == {name: spec.default_weight for name, spec in FEATURES.items()}
+    assert DEFAULT_WEIGHTS["rnn"] > 0 > DEFAULT_WEIGHTS["unk"]  # reward probable pairs, penalise unknown words
+    assert DEFAULT_FEATURES == default_features(with_model=True) == ("rnn", "unk")
+    assert default_features(with_model=False) == ("unk",)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("rnn,bleu", "unknown feature 'bleu'"),
+    ("unk,unk", "feature unk named twice"),
+    (" , ", "no feature named"),
+])
+def test_feature_names_are_checked(text, message):
+    from mosesrnn.features.registry import parse_feature_names
+    with pytest.raises(ValueError, match=message):
+        parse_feature_names(text)
+
+
+def test_every_feature_reports_exactly_the_settings_its_registry_entry_lists(tmp_path):
+    from scoring_helpers import save_tiny_model
+
+    from mosesrnn.features.registry import FEATURES, FeatureOptions, build_features, describe
+    options = FeatureOptions(model=save_tiny_model(str(tmp_path / "m.pt")))
+    features = build_features(list(FEATURES), options)
+    for feature in features:
+        text = describe(feature)
+        assert text.startswith(feature.spec.name + "(")
+        assert [item.split("=")[0] for item in text[len(feature.spec.name) + 1:-1].split(",")] == \
+            list(feature.spec.settings)
+    assert options.trained_model("rnn") is options.trained_model("unk")  # the model file is loaded once

@@ -1,12 +1,10 @@
-"""Tests of mosesrnn.model and mosesrnn.config, with tiny sizes and fixed seeds."""
-
-import os
+"""Tests of mosesrnn.models (encoder, decoder, config), with tiny sizes and fixed seeds."""
 
 import pytest
 import torch
 
-from mosesrnn.config import EOS_ID, PAD_ID, PRESETS, ModelConfig, model_config, preset_shortlist
-from mosesrnn.model import RNNEncoderDecoder, load_model, save_model
+from mosesrnn.models.config import EOS_ID, PAD_ID, PRESETS, ModelConfig, model_config, preset_shortlist
+from mosesrnn.models.encdec import build_model
 
 torch.set_num_threads(1)
 
@@ -23,7 +21,7 @@ PAIRS = [
 def tiny_model(seed=0, dtype=torch.float64, std=0.5):
     """A tiny model with all parameters random (biases too, so their placement is tested)."""
     torch.manual_seed(seed)
-    model = RNNEncoderDecoder(ModelConfig(**TINY)).to(dtype)
+    model = build_model(ModelConfig(**TINY)).to(dtype)
     with torch.no_grad():
         for param in model.parameters():
             param.normal_(0.0, std)
@@ -47,26 +45,26 @@ def reference_log_prob(model, x, y):
     """log p(y | x) by the equations of Appendix A, one word at a time, no batching or padding."""
     P = {name: p.detach() for name, p in model.named_parameters()}
     H, M = model.config.hidden_dim, model.config.maxout_units
-    W_r, W_z, W = P["enc_W.weight"].split(H)
-    b_r, b_z, b = P["enc_W.bias"].split(H)
-    U_r, U_z, U = P["enc_U.weight"].split(H)
+    W_r, W_z, W = P["encoder.W.weight"].split(H)
+    b_r, b_z, b = P["encoder.W.bias"].split(H)
+    U_r, U_z, U = P["encoder.U.weight"].split(H)
     # Encoder: h_0 = 0; r, z, h~, h; c = tanh(V h_N); m_x = mean of e(x_t).
     h = torch.zeros(H, dtype=W.dtype)
     for word in x:
-        e = P["src_embed.weight"][word]
+        e = P["encoder.embed.weight"][word]
         r = torch.sigmoid(W_r @ e + b_r + U_r @ h)
         z = torch.sigmoid(W_z @ e + b_z + U_z @ h)
         h_tilde = torch.tanh(W @ e + b + r * (U @ h))
         h = z * h + (1 - z) * h_tilde
-    c = torch.tanh(P["enc_V.weight"] @ h + P["enc_V.bias"])
-    m_x = torch.stack([P["src_embed.weight"][word] for word in x]).mean(0)
+    c = torch.tanh(P["encoder.V.weight"] @ h + P["encoder.V.bias"])
+    m_x = torch.stack([P["encoder.embed.weight"][word] for word in x]).mean(0)
     # Decoder.
-    Wd_r, Wd_z, Wd = P["dec_W.weight"].split(H)
-    bd_r, bd_z, bd = P["dec_W.bias"].split(H)
-    Ud_r, Ud_z, Ud = P["dec_U.weight"].split(H)
-    C_r, C_z, C = P["dec_C.weight"].split(H)
-    G = P["G_l.weight"] @ P["G_r.weight"]  # (K, M)
-    h = torch.tanh(P["dec_V.weight"] @ c + P["dec_V.bias"])  # h'_0
+    Wd_r, Wd_z, Wd = P["decoder.W.weight"].split(H)
+    bd_r, bd_z, bd = P["decoder.W.bias"].split(H)
+    Ud_r, Ud_z, Ud = P["decoder.U.weight"].split(H)
+    C_r, C_z, C = P["decoder.C.weight"].split(H)
+    G = P["decoder.G_l.weight"] @ P["decoder.G_r.weight"]  # (K, M)
+    h = torch.tanh(P["decoder.V.weight"] @ c + P["decoder.V.bias"])  # h'_0
     e_prev = torch.zeros(model.config.embed_dim, dtype=W.dtype)  # e(y_0) = 0
     total = torch.zeros((), dtype=W.dtype)
     for word in y:
@@ -74,12 +72,13 @@ def reference_log_prob(model, x, y):
         z = torch.sigmoid(Wd_z @ e_prev + bd_z + Ud_z @ h + C_z @ c)
         h_tilde = torch.tanh(Wd @ e_prev + bd + r * (Ud @ h + C @ c))
         h = z * h + (1 - z) * h_tilde
-        s = (P["O_h.weight"] @ h + P["O_y.weight"] @ e_prev + P["O_c.weight"] @ c + P["O_c.bias"]
-             + P["O_w.weight"] @ m_x)
+        s = (P["decoder.O_h.weight"] @ h + P["decoder.O_y.weight"] @ e_prev
+             + P["decoder.O_c.weight"] @ c + P["decoder.O_c.bias"]
+             + P["decoder.O_w.weight"] @ m_x)
         s = torch.stack([torch.maximum(s[2 * i], s[2 * i + 1]) for i in range(M)])  # maxout
-        logits = G @ s + P["G_l.bias"]
+        logits = G @ s + P["decoder.G_l.bias"]
         total = total + logits[word] - torch.log(torch.exp(logits).sum())
-        e_prev = P["trg_embed.weight"][word]
+        e_prev = P["decoder.embed.weight"][word]
     return total
 
 
@@ -101,12 +100,12 @@ def test_batch_independence():
 def test_step_reproduces_token_log_probs():
     model = tiny_model(seed=2)
     src, src_len, trg, trg_len = batch(PAIRS)
-    enc = model.encode(src, src_len)
-    want = model.token_log_probs(enc, trg, trg_len)
-    h = model.initial_state(enc)
+    ctx = model.source_context(src, src_len)
+    want = model.decoder.token_log_probs(ctx, trg, trg_len)
+    h = model.initial_state(ctx)
     prev = None
     for t in range(trg.size(1)):
-        log_p, h = model.step(enc, prev, h)
+        log_p, h = model.step(ctx, prev, h)
         torch.testing.assert_close(log_p.exp().sum(-1), torch.ones(len(PAIRS), dtype=log_p.dtype))
         got = log_p.gather(1, trg[:, t:t + 1]).squeeze(1)
         real = t < trg_len
@@ -119,8 +118,8 @@ def test_index_select_serves_many_targets():
     model = tiny_model(seed=3)
     src, src_len, trg, trg_len = batch(PAIRS)
     index = torch.tensor([2, 0, 0, 1])
-    shared = model.decode_log_prob(model.encode(src, src_len).index_select(index),
-                                   trg[index], trg_len[index])
+    shared = model.decoder.token_log_probs(model.source_context(src, src_len).index_select(index),
+                                           trg[index], trg_len[index]).sum(1)
     direct = model.log_prob(src[index], src_len[index], trg[index], trg_len[index])
     torch.testing.assert_close(shared, direct)
 
@@ -130,10 +129,10 @@ def test_init(scale):
     torch.manual_seed(0)
     config = ModelConfig(src_vocab_size=50, trg_vocab_size=60, embed_dim=32, hidden_dim=64,
                          maxout_units=16, output_rank=8, recurrent_init_scale=scale)
-    model = RNNEncoderDecoder(config)
-    assert abs(model.enc_W.weight.std().item() - 0.01) < 0.001
-    assert abs(model.trg_embed.weight.std().item() - 0.01) < 0.001
-    for U in (model.enc_U.weight, model.dec_U.weight):
+    model = build_model(config)
+    assert abs(model.encoder.W.weight.std().item() - 0.01) < 0.001
+    assert abs(model.decoder.embed.weight.std().item() - 0.01) < 0.001
+    for U in (model.encoder.U.weight, model.decoder.U.weight):
         blocks = U.detach().split(64)
         for block in blocks:  # U_r, U_z, U: orthogonal columns of norm `scale`
             torch.testing.assert_close(block.T @ block, scale ** 2 * torch.eye(64),
@@ -144,32 +143,9 @@ def test_init(scale):
             assert torch.all(param == 0), name
 
 
-def test_save_load_round_trip(tmp_path):
-    model = tiny_model(seed=4, dtype=torch.float32)
-    extra = {"src_vocab": ["<pad>", "<unk>", "</s>", "maison"], "steps": 12, "options": {"lr": 1.0}}
-    path = tmp_path / "model.pt"
-    save_model(str(path), model, extra)
-    assert os.listdir(tmp_path) == ["model.pt"]  # no temporary file left behind
-    loaded, loaded_extra = load_model(str(path))
-    assert loaded_extra == extra
-    assert loaded.config == model.config
-    args = batch(PAIRS)
-    assert torch.equal(loaded.log_prob(*args), model.log_prob(*args))
-    with pytest.raises(ValueError, match="reserved"):
-        save_model(str(path), model, {"config": {}})
-
-
-class Payload:
-    """An arbitrary object: unpickling it would run code from the file."""
-
-
-def test_load_refuses_arbitrary_pickles(tmp_path):
-    model = tiny_model(dtype=torch.float32)
-    path = tmp_path / "evil.pt"
-    torch.save({"format_version": 1, "config": model.config.to_dict(),
-                "state_dict": model.state_dict(), "payload": Payload()}, path)
-    with pytest.raises(ValueError, match="unsafe"):
-        load_model(str(path))
+def test_unknown_encoder_is_refused():
+    with pytest.raises(ValueError, match="unknown encoder 'lstm'"):
+        build_model(ModelConfig(**TINY, encoder="lstm"))
 
 
 def test_config_presets_and_validation():
@@ -200,7 +176,7 @@ def test_paper_preset_parameter_count():
     decoder = K * E + (E * 3 * H + 3 * H) + H * 3 * H + H * 3 * H + (H * H + H)  # e(y), W', U', C, V'
     output = H * 2 * M + E * 2 * M + (H * 2 * M + 2 * M) + E * 2 * M + M * R + (R * K + K)  # O_*, G_r, G_l
     with torch.device("meta"):  # sizes only, no initialisation
-        model = RNNEncoderDecoder(model_config("paper", K, K))
+        model = build_model(model_config("paper", K, K))
     print(f"paper preset: {model.num_parameters():,} parameters")
     assert model.num_parameters() == encoder + decoder + output == 18_374_903
 
@@ -211,6 +187,7 @@ def test_bf16_autocast_close_to_fp32():
     fp32 = model.log_prob(*args)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         bf16 = model.log_prob(*args)
-        log_p, _ = model.step(model.encode(*args[:2]), None, model.initial_state(model.encode(*args[:2])))
+        ctx = model.source_context(*args[:2])
+        log_p, _ = model.step(ctx, None, model.initial_state(ctx))
     assert torch.isfinite(bf16).all() and torch.isfinite(log_p).all()
     torch.testing.assert_close(bf16.float(), fp32, rtol=0.01, atol=0.02)

@@ -3,24 +3,27 @@ import gzip
 import math
 
 import pytest
-from conftest import DATA, shared_file
+from conftest import DATA, MOSES_TABLES, shared_file
 
-from mosesrnn.phrase_table import (
+from mosesrnn.formats.phrase_table import (
     PhraseTableError,
     atomic_output,
     count_scores,
     format_line,
     parse_line,
     read_entries,
-    words,
 )
+from mosesrnn.text.tokenizers import words
 
 REAL_TABLES = [
     DATA / "tatoeba.en-fr.3k.gz",                      # alignment, counts, two empty trailing fields
     DATA / "news.de-en.phrase-table.align-counts.gz",  # alignment and counts, no trailing fields
-    "moses-regression-tests/phrase-tables/europarl.fr-en.phrase-table.5scores.gz",  # scores only
+    MOSES_TABLES / "europarl.fr-en.5scores.300.gz",     # scores only
+    MOSES_TABLES / "zh-en.6scores.91.gz",               # U+0085 inside a phrase
+    MOSES_TABLES / "toy.sparse-features.gz",            # sparse field
+    # The whole tables, where ../shared/data is present:
+    "moses-regression-tests/phrase-tables/europarl.fr-en.phrase-table.5scores.gz",
     "moses-regression-tests/phrase-tables/zh-en.phrase-table.6scores.gz",
-    "moses-regression-tests/phrase-tables/toy.sparse-features.phrase-table.gz",    # sparse field
 ]
 
 
@@ -104,12 +107,16 @@ def test_bad_lines_name_file_line_and_problem(bad, message, tmp_path):
     assert str(error.value) == f"{table}:2: {message}" or str(error.value).startswith(f"{table}:2: {message}")
 
 
-def test_latin1_table_is_rejected_with_a_line_number_unless_asked_for():
-    table = shared_file("moses-regression-tests/phrase-tables/europarl.de-en.phrase-table.latin1.gz")
-    with pytest.raises(PhraseTableError, match=r"latin1\.gz:\d+: not valid utf-8 at byte \d+"):
+@pytest.mark.parametrize("table, lines", [
+    (MOSES_TABLES / "europarl.de-en.latin1.2100.gz", 2100),
+    ("moses-regression-tests/phrase-tables/europarl.de-en.phrase-table.latin1.gz", 52567),
+], ids=["slice", "whole"])
+def test_latin1_table_is_rejected_with_a_line_number_unless_asked_for(table, lines):
+    table = _path(table)
+    with pytest.raises(PhraseTableError, match=r"latin1\.(2100\.)?gz:2019: not valid utf-8 at byte \d+"):
         list(read_entries(str(table)))
     entries = list(read_entries(str(table), encoding="latin-1"))
-    assert len(entries) == 52567
+    assert len(entries) == lines
     assert any("ä" in entry.source or "ü" in entry.source for entry in entries)
 
 
@@ -123,7 +130,7 @@ def test_truncated_gzip_is_an_error(tmp_path, tatoeba_table):
 
 def test_count_scores_reads_the_first_line(tatoeba_table):
     assert count_scores(str(tatoeba_table)) == 4
-    assert count_scores(str(shared_file("moses-regression-tests/phrase-tables/zh-en.phrase-table.6scores.gz"))) == 6
+    assert count_scores(str(MOSES_TABLES / "zh-en.6scores.91.gz")) == 6
 
 
 def test_resuming_skips_lines_but_keeps_the_score_count_check(tmp_path):

@@ -6,12 +6,13 @@ import pytest
 import torch
 from scoring_helpers import TABLE, save_tiny_model
 
-from mosesrnn.batching import pad, phrase_ids
-from mosesrnn.config import ModelConfig
-from mosesrnn.model import RNNEncoderDecoder
-from mosesrnn.model_file import load_trained_model
-from mosesrnn.phrase_table import read_entries
-from mosesrnn.rnn_feature import RNNFeature, group_by_source, length_batches
+from mosesrnn.features.registry import describe
+from mosesrnn.features.rnn import RNNFeature, group_by_source, length_batches
+from mosesrnn.formats.phrase_table import read_entries, table_value
+from mosesrnn.models.batching import pad
+from mosesrnn.models.config import ModelConfig
+from mosesrnn.models.encdec import EncoderDecoder
+from mosesrnn.models.model_file import load_trained_model
 
 torch.set_num_threads(1)
 
@@ -32,8 +33,8 @@ def reference_log_probs(trained, entries, forward=True):
     with torch.inference_mode():
         for entry in entries:
             given, predicted = (entry.source, entry.target) if forward else (entry.target, entry.source)
-            src, src_lengths = pad([phrase_ids(trained.input_vocabulary, given)])
-            trg, trg_lengths = pad([phrase_ids(trained.output_vocabulary, predicted)], append_eos=True)
+            src, src_lengths = pad([trained.input_codec.ids(given)])
+            trg, trg_lengths = pad([trained.output_codec.ids(predicted)], append_eos=True)
             values.append(trained.model.log_prob(src, src_lengths, trg, trg_lengths).item())
     return values
 
@@ -62,16 +63,16 @@ def test_length_batches(lengths, batch_tokens, batches):
 def test_values_equal_model_log_prob(model_path, entries):
     trained = load_trained_model(model_path)
     feature = RNNFeature(trained, batch_tokens=512)
-    assert feature.log_probs(entries) == pytest.approx(reference_log_probs(trained, entries), abs=1e-5)
+    assert feature.values(entries) == pytest.approx(reference_log_probs(trained, entries), abs=1e-5)
 
 
 def test_each_distinct_source_encoded_once(model_path, entries, monkeypatch):
     trained = load_trained_model(model_path)
     encoded = []
-    original = trained.model.encode
-    monkeypatch.setattr(trained.model, "encode",
+    original = trained.model.source_context
+    monkeypatch.setattr(trained.model, "source_context",
                         lambda src, lengths: encoded.append(len(src)) or original(src, lengths))
-    RNNFeature(trained, batch_tokens=64).log_probs(entries)
+    RNNFeature(trained, batch_tokens=64).values(entries)
     assert sum(encoded) == len({entry.source for entry in entries})
     assert len(encoded) > 1  # several length batches
 
@@ -80,22 +81,22 @@ def test_order_restored_for_shuffled_lines(model_path, entries):
     feature = RNNFeature(load_trained_model(model_path), batch_tokens=256)
     shuffled = list(entries)
     random.Random(1).shuffle(shuffled)  # the targets of one source are no longer adjacent
-    by_line = dict(zip((e.line_no for e in entries), feature.log_probs(entries)))
-    assert feature.log_probs(shuffled) == pytest.approx([by_line[e.line_no] for e in shuffled], abs=1e-5)
+    by_line = dict(zip((e.line_no for e in entries), feature.values(entries)))
+    assert feature.values(shuffled) == pytest.approx([by_line[e.line_no] for e in shuffled], abs=1e-5)
 
 
 def test_fp32_independent_of_batch_size(model_path, entries):
     trained = load_trained_model(model_path)
-    one = RNNFeature(trained, batch_tokens=1).log_probs(entries[:200])
-    many = RNNFeature(trained, batch_tokens=512).log_probs(entries[:200])
+    one = RNNFeature(trained, batch_tokens=1).values(entries[:200])
+    many = RNNFeature(trained, batch_tokens=512).values(entries[:200])
     assert one == pytest.approx(many, abs=1e-5)
 
 
 def test_moses_reads_log_p_from_the_column(model_path, entries):
     feature = RNNFeature(load_trained_model(model_path))
-    log_p = feature.log_probs(entries)
+    log_p = feature.values(entries)
     seen_by_moses = [max(math.log(float(x)) if float(x) > 0 else -math.inf, -100.0)
-                     for x in feature.compute(entries)]
+                     for x in (table_value(value, feature.spec.table_digits) for value in log_p)]
     assert any(value < -10 for value in log_p)
     for moses, value in zip(seen_by_moses, log_p):
         assert moses == pytest.approx(max(value, -100.0), rel=1e-8)
@@ -103,8 +104,8 @@ def test_moses_reads_log_p_from_the_column(model_path, entries):
 
 def test_length_normalize_divides_by_predicted_tokens(model_path, entries):
     trained = load_trained_model(model_path)
-    plain = RNNFeature(trained).log_probs(entries[:50])
-    normalised = RNNFeature(trained, length_normalize=True).log_probs(entries[:50])
+    plain = RNNFeature(trained).values(entries[:50])
+    normalised = RNNFeature(trained, length_normalize=True).values(entries[:50])
     tokens = [len(entry.target.split()) + 1 for entry in entries[:50]]
     assert normalised == pytest.approx([p / n for p, n in zip(plain, tokens)], abs=1e-6)
 
@@ -112,7 +113,7 @@ def test_length_normalize_divides_by_predicted_tokens(model_path, entries):
 def test_target_to_source_model_scores_the_source(tmp_path, entries):
     trained = load_trained_model(save_tiny_model(str(tmp_path / "t2s.pt"), "target-to-source"))
     feature = RNNFeature(trained, direction="target-to-source")
-    assert feature.log_probs(entries[:100]) == pytest.approx(
+    assert feature.values(entries[:100]) == pytest.approx(
         reference_log_probs(trained, entries[:100], forward=False), abs=1e-5)
 
 
@@ -123,16 +124,16 @@ def test_direction_mismatch_is_refused(model_path):
 
 def test_bf16_close_to_fp32(model_path, entries):
     trained = load_trained_model(model_path)
-    fp32 = torch.tensor(RNNFeature(trained).log_probs(entries[:200]))
-    bf16 = torch.tensor(RNNFeature(trained, dtype="bf16").log_probs(entries[:200]))
+    fp32 = torch.tensor(RNNFeature(trained).values(entries[:200]))
+    bf16 = torch.tensor(RNNFeature(trained, dtype="bf16").values(entries[:200]))
     assert (bf16 - fp32).abs().max() < 0.05 * fp32.abs().max()
-    assert "dtype=bf16" in RNNFeature(trained, dtype="bf16").describe()
+    assert "dtype=bf16" in describe(RNNFeature(trained, dtype="bf16"))
 
 
 def test_score_log_prob_equals_decode_log_prob_in_float64():
     """The scoring path (real steps only, blockwise normaliser) against the model's plain path."""
     torch.manual_seed(0)
-    model = RNNEncoderDecoder(ModelConfig(19, 21, embed_dim=8, hidden_dim=7, maxout_units=5, output_rank=4))
+    model = EncoderDecoder(ModelConfig(19, 21, embed_dim=8, hidden_dim=7, maxout_units=5, output_rank=4))
     model = model.double()
     with torch.no_grad():
         for param in model.parameters():
@@ -140,9 +141,9 @@ def test_score_log_prob_equals_decode_log_prob_in_float64():
     src, src_lengths = pad([[5], [3, 4, 18], [6, 1, 7, 8, 9], [4, 4]])
     trg, trg_lengths = pad([[7], [9, 3, 20], [], [11, 12, 13, 14, 15]], append_eos=True)  # unsorted
     with torch.inference_mode():
-        enc = model.encode(src, src_lengths)
-        expected = model.decode_log_prob(enc, trg, trg_lengths)
+        ctx = model.source_context(src, src_lengths)
+        expected = model.decoder.token_log_probs(ctx, trg, trg_lengths).sum(1)
         for row_block in (1, 3, 512):
-            actual = model.score_log_prob(enc, trg, trg_lengths, row_block=row_block)
+            actual = model.decoder.sequence_log_prob(ctx, trg, trg_lengths, row_block=row_block)
             assert actual.dtype == torch.float64
             assert torch.allclose(actual, expected, rtol=0, atol=1e-12)

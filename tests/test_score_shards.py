@@ -12,13 +12,13 @@ from click.testing import CliRunner
 from scoring_helpers import TABLE, save_tiny_model
 
 from mosesrnn.cli import main
-from mosesrnn.features import UnknownWordFeature
-from mosesrnn.merge import MergeError, merge_parts
-from mosesrnn.model_file import load_trained_model
-from mosesrnn.phrase_table import PhraseTableError, read_entries
-from mosesrnn.rnn_feature import RNNFeature
-from mosesrnn.score import score_table
-from mosesrnn.shards import ShardSpec, TableSlice, count_lines
+from mosesrnn.features.rnn import RNNFeature
+from mosesrnn.features.unk import UnknownWordFeature
+from mosesrnn.formats.phrase_table import PhraseTableError, read_entries
+from mosesrnn.models.model_file import load_trained_model
+from mosesrnn.pipeline.merge import MergeError, merge_parts
+from mosesrnn.pipeline.score import score_table
+from mosesrnn.pipeline.shards import ShardSpec, TableSlice, count_lines
 
 torch.set_num_threads(1)
 

@@ -13,9 +13,9 @@ import torch
 from click.testing import CliRunner
 
 from mosesrnn.cli import main
-from mosesrnn.data import PairSet, load_table
-from mosesrnn.model_file import load_trained_model
-from mosesrnn.train import TrainConfig, evaluate, parse_duration, train, unigram_perplexity
+from mosesrnn.models.model_file import load_trained_model
+from mosesrnn.train.data import PairSet, load_table
+from mosesrnn.train.trainer import TrainConfig, evaluate, parse_duration, train, unigram_perplexity
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 TABLE = os.path.join(DATA, "tatoeba.en-fr.3k.gz")
@@ -100,7 +100,7 @@ def test_interrupt_saves_and_resumes_exactly(tmp_path):
 
 
 def test_sigint_stops_a_running_training_and_saves(tmp_path):
-    script = ("import logging, sys; from mosesrnn.train import TrainConfig, train; "
+    script = ("import logging, sys; from mosesrnn.train.trainer import TrainConfig, train; "
               f"r = train(TrainConfig(output_dir={str(tmp_path)!r}, table={TABLE!r}, valid_share=0.1, "
               f"valid_every=5, model_overrides={TINY!r}, quiet=True, threads=1)); "
               "print(r.stop_reason, r.updates)")

@@ -1,8 +1,8 @@
 """Shortlists: counted over unique pairs, deterministic ties, a versioned file format."""
 import pytest
 
-from mosesrnn.phrase_table import parse_line, read_entries
-from mosesrnn.vocab import EOS, PAD, UNK, Vocabulary, VocabularyPair, build_vocabularies, unique_pairs
+from mosesrnn.formats.phrase_table import parse_line, read_entries
+from mosesrnn.text.vocab import EOS, PAD, UNK, Vocabulary, VocabularyPair, build_vocabularies, unique_pairs
 
 
 def _entries(*lines):
@@ -10,7 +10,7 @@ def _entries(*lines):
 
 
 def test_reserved_ids_come_first_and_match_the_model():
-    from mosesrnn.config import EOS_ID, PAD_ID, UNK_ID
+    from mosesrnn.models.config import EOS_ID, PAD_ID, UNK_ID
     vocabulary = Vocabulary(["the", "house"])
     assert [vocabulary.stoi[s] for s in (PAD, UNK, EOS)] == [PAD_ID, UNK_ID, EOS_ID]
     assert vocabulary.ids(["the", "castle", "house"]) == [3, UNK_ID, 4]

@@ -9,24 +9,22 @@ existing scores, which is the only place Moses reads them as dense features (see
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
-import re
 import sys
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Sequence
 
-from isal import igzip_threaded
-
-from .files import atomic_file
+from ..files import atomic_file
+from .compressed import compressed, decompressed
 
 __all__ = [
-    "PhraseTableError", "PhraseEntry", "parse_line", "format_line", "read_entries",
-    "count_scores", "TableReader", "atomic_output", "words",
+    "PhraseTableError", "PhraseEntry", "parse_line", "format_line", "table_value", "read_entries",
+    "count_scores", "TableReader", "atomic_output",
 ]
 
 FIELD_SEPARATOR = "|||"
-_WHITESPACE = re.compile(r"[ \t]+")  # Moses splits words on space and tab only (not U+00A0)
 
 
 class PhraseTableError(ValueError):
@@ -59,18 +57,6 @@ class PhraseEntry:
     def target(self) -> str:
         """The target phrase without surrounding spaces."""
         return self.fields[1].strip(" \t")
-
-
-def words(phrase: str) -> list[str]:
-    """Split a phrase into words the way Moses does, keeping only factor 0 of factored words.
-
-    >>> words("das|ART Haus|NN")
-    ['das', 'Haus']
-    """
-    tokens = _WHITESPACE.split(phrase) if "\t" in phrase else phrase.split(" ")
-    if "|" in phrase:
-        return [token.split("|", 1)[0] for token in tokens if token]
-    return [token for token in tokens if token]
 
 
 def parse_line(line: str, path: str, line_no: int, expected_scores: int | None = None) -> PhraseEntry:
@@ -113,6 +99,24 @@ def _parse_scores(field: str, path: str, line_no: int) -> tuple[float, ...]:
     return tuple(scores)
 
 
+def table_value(value: float, digits: int | None = None) -> str:
+    """Format ``e^value``, the way a phrase table holds a feature Moses should see as ``value``.
+
+    Moses reads every score ``x`` as ``max(ln(x), -100)``, so ``ln()`` of the written number gives
+    back ``value``. ``digits=None`` writes the shortest exact representation of the double (for
+    integer counts, which Moses must see exactly); otherwise ``digits`` significant digits.
+    Values below ``e^-745`` underflow to ``0``, which Moses floors to -100 like any value below
+    ``e^-100``.
+    """
+    return _exact_exp(value) if digits is None else f"{math.exp(value):.{digits}g}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _exact_exp(value: float) -> str:
+    # Exact values are small counts in practice, so their few distinct strings are cached.
+    return repr(math.exp(value))
+
+
 def format_line(entry: PhraseEntry, appended: Sequence[str] = ()) -> str:
     """Write ``entry`` back, with ``appended`` values added at the end of its scores field.
 
@@ -129,11 +133,11 @@ def format_line(entry: PhraseEntry, appended: Sequence[str] = ()) -> str:
 class TableReader:
     """Stream the entries of a phrase table in file order, validating each line.
 
-    ``-`` reads stdin; ``*.gz`` is decompressed on a background thread, so gzip overlaps with
-    the caller's work. Every line must have the number of scores of the first line. A line that
-    is not valid ``encoding``, or a truncated or corrupt gzip stream, raises
-    :class:`PhraseTableError`. Lines before ``start_line`` are skipped (for resuming); the first
-    line still fixes the score count.
+    ``-`` reads stdin; gzip (recognised by its magic bytes) is decompressed on a background
+    thread, so it overlaps with the caller's work. Every line must have the number of scores of
+    the first line. A line that is not valid ``encoding``, or a truncated or corrupt gzip stream,
+    raises :class:`PhraseTableError`. Lines before ``start_line`` are skipped (for resuming); the
+    first line still fixes the score count.
     ``position()`` and ``size`` (compressed bytes read and in all; ``size`` is None for stdin)
     drive progress bars.
     """
@@ -156,15 +160,12 @@ class TableReader:
 
     def __iter__(self) -> Iterator[PhraseEntry]:
         if self.path == "-":
-            yield from self._entries(sys.stdin.buffer)
+            with decompressed(sys.stdin.buffer) as stream:
+                yield from self._entries(stream)
             return
-        with open(self.path, "rb") as raw:
+        with open(self.path, "rb") as raw, decompressed(raw) as stream:
             self._raw = raw
-            if self.path.endswith(".gz"):
-                with igzip_threaded.open(raw, "rb", threads=1) as stream:
-                    yield from self._entries(stream)
-            else:
-                yield from self._entries(raw)
+            yield from self._entries(stream)
 
     def _entries(self, stream: BinaryIO) -> Iterator[PhraseEntry]:
         path, encoding, expected, line_no = self.path, self.encoding, None, 0
@@ -215,9 +216,5 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
-    with atomic_file(path) as raw:
-        if path.endswith(".gz"):
-            with igzip_threaded.open(raw, "wb", compresslevel=1, threads=1) as stream:
-                yield stream
-        else:
-            yield raw
+    with atomic_file(path) as raw, compressed(raw, path) as stream:
+        yield stream

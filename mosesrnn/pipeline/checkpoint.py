@@ -19,7 +19,8 @@ from typing import BinaryIO
 
 from isal import isal_zlib
 
-from .files import atomic_file
+from ..files import atomic_file
+from ..formats.compressed import is_gzip_name
 
 __all__ = ["ResumeError", "ResumableOutput", "StreamOutput"]
 
@@ -51,7 +52,7 @@ class ResumableOutput:
         self._raw.truncate(size)
         self._raw.seek(size)
         self._compressor = None
-        self._compress = path.endswith(".gz")
+        self._compress = is_gzip_name(path)
 
     def _load_state(self) -> dict | None:
         try:

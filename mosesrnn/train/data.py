@@ -1,9 +1,9 @@
 """Training data: phrase pairs as compact id arrays, the validation split, shuffled minibatches.
 
 Pairs come from a Moses phrase table (the paper's way: its *unique* pairs, frequencies ignored)
-or from a sentence-aligned corpus (two text files, one sentence per line, ``.gz`` allowed; every
-line pair is kept, duplicates included). Words are split as Moses does (factor 0 only); a
-corpus is expected to be tokenized already.
+or from a sentence-aligned corpus (two text files, one sentence per line, gzipped or not; every
+line pair is kept, duplicates included). Text is cut into tokens by the run's tokenizers (Moses
+words, factor 0 only, by default); a corpus is expected to be tokenized already.
 
 Memory: a pair costs 4 bytes per word id on each side plus two int64 offsets, i.e.
 ``4 * (source words + target words) + 16`` bytes (the EOS is added when a batch is built). The
@@ -23,12 +23,13 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import torch
-from isal import igzip_threaded
 
-from .config import EOS_ID, PAD_ID, UNK_ID
-from .model_file import DIRECTIONS
-from .phrase_table import read_entries, words
-from .vocab import RESERVED, Vocabulary, VocabularyPair, shortlist, unique_pairs
+from ..direction import SOURCE_TO_TARGET, TARGET_TO_SOURCE, check_direction
+from ..formats.compressed import open_input
+from ..formats.phrase_table import read_entries
+from ..text.codec import Codec, CodecPair
+from ..text.tokenizers import MosesWords, Tokenizer
+from ..text.vocab import EOS_ID, PAD_ID, RESERVED, UNK_ID, Vocabulary, VocabularyPair, shortlist, unique_pairs
 
 __all__ = ["PairSet", "TrainingData", "load_table", "load_corpus", "split_share", "Shuffler"]
 
@@ -109,9 +110,16 @@ class TrainingData:
     train: PairSet
     valid: PairSet
     vocabularies: VocabularyPair  # .source = the table's source side, whatever the direction
+    tokenizers: tuple[Tokenizer, Tokenizer]  # (source side, target side)
     description: str
     dropped: int  # pairs skipped: an empty side or longer than max_len
     coverage: tuple[float, float]  # share of source / target words inside the shortlists
+
+    @property
+    def text(self) -> CodecPair:
+        """The codecs of the two sides, as the trained model will own them."""
+        return CodecPair(Codec(self.tokenizers[0], self.vocabularies.source),
+                         Codec(self.tokenizers[1], self.vocabularies.target))
 
 
 class _Collector:
@@ -155,8 +163,9 @@ class _Collector:
         return vocabulary, remap[temp_ids] if len(temp_ids) else temp_ids.copy(), offsets
 
 
-def _finish(collector: _Collector, vocab_size: int, vocabularies: VocabularyPair | None,
-            valid_share: float | None, valid_size: int | None, description: str) -> TrainingData:
+def _finish(collector: _Collector, tokenizers: tuple[Tokenizer, Tokenizer], vocab_size: int,
+            vocabularies: VocabularyPair | None, valid_share: float | None, valid_size: int | None,
+            description: str) -> TrainingData:
     """Build vocabularies, map ids, split by input-phrase hash and orient for the model."""
     if not collector.hashes:
         raise ValueError(f"{description}: no usable pairs")
@@ -169,7 +178,7 @@ def _finish(collector: _Collector, vocab_size: int, vocabularies: VocabularyPair
     held_out = split_share(np.frombuffer(collector.hashes, dtype=np.uint64), valid_share, valid_size)
     coverage = tuple(float(np.mean(ids != UNK_ID)) for ids in (src_ids, trg_ids))
     return TrainingData(pairs.subset(~held_out), pairs.subset(held_out), VocabularyPair(src_vocab, trg_vocab),
-                        description, collector.dropped, coverage)
+                        tokenizers,                         description, collector.dropped, coverage)
 
 
 def split_share(hashes: np.ndarray, valid_share: float | None, valid_size: int | None) -> np.ndarray:
@@ -195,57 +204,55 @@ def split_share(hashes: np.ndarray, valid_share: float | None, valid_size: int |
     return held_out
 
 
-def load_table(path: str, *, direction: str = DIRECTIONS[0], vocabularies: VocabularyPair | None = None,
+def load_table(path: str, *, direction: str = SOURCE_TO_TARGET, vocabularies: VocabularyPair | None = None,
                vocab_size: int = 15000, max_len: int | None = None, valid_share: float | None = 0.01,
                valid_size: int | None = None, encoding: str = "utf-8",
+               tokenizers: tuple[Tokenizer, Tokenizer] = (MosesWords(), MosesWords()),
                progress: Callable[[Iterable], Iterable] = iter) -> TrainingData:
     """Read the unique phrase pairs of a Moses table (see the module docstring).
 
-    Without ``vocabularies`` the ``vocab_size`` most frequent words per side are kept.
-    Raises PhraseTableError, FileNotFoundError or ValueError.
+    ``tokenizers`` cut the (source, target) sides into tokens. Without ``vocabularies`` the
+    ``vocab_size`` most frequent tokens per side are kept. Raises PhraseTableError,
+    FileNotFoundError or ValueError.
     """
     collector = _Collector(_reverse(direction), max_len)
+    source_tokens, target_tokens = (tokenizer.tokens for tokenizer in tokenizers)
     for entry in progress(unique_pairs(read_entries(path, encoding))):
-        collector.add(words(entry.source), words(entry.target))
-    return _finish(collector, vocab_size, vocabularies, valid_share, valid_size,
+        collector.add(source_tokens(entry.source), target_tokens(entry.target))
+    return _finish(collector, tokenizers, vocab_size, vocabularies, valid_share, valid_size,
                    f"phrase table {path} (unique pairs)")
 
 
-def load_corpus(source_path: str, target_path: str, *, direction: str = DIRECTIONS[0],
+def load_corpus(source_path: str, target_path: str, *, direction: str = SOURCE_TO_TARGET,
                 vocabularies: VocabularyPair | None = None, vocab_size: int = 15000,
                 max_len: int | None = None, valid_share: float | None = 0.01, valid_size: int | None = None,
-                encoding: str = "utf-8", progress: Callable[[Iterable], Iterable] = iter) -> TrainingData:
+                encoding: str = "utf-8", tokenizers: tuple[Tokenizer, Tokenizer] = (MosesWords(), MosesWords()),
+                progress: Callable[[Iterable], Iterable] = iter) -> TrainingData:
     """Read a sentence-aligned corpus: line i of ``source_path`` translates line i of ``target_path``.
 
     Raises FileNotFoundError, or ValueError if the files differ in length or are not ``encoding``.
     """
     collector = _Collector(_reverse(direction), max_len)
+    source_tokens, target_tokens = (tokenizer.tokens for tokenizer in tokenizers)
     for source, target in progress(_aligned_lines(source_path, target_path, encoding)):
-        collector.add(words(source), words(target))
-    return _finish(collector, vocab_size, vocabularies, valid_share, valid_size,
+        collector.add(source_tokens(source), target_tokens(target))
+    return _finish(collector, tokenizers, vocab_size, vocabularies, valid_share, valid_size,
                    f"corpus {source_path} + {target_path}")
 
 
 def _reverse(direction: str) -> bool:
-    if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
-    return direction == DIRECTIONS[1]
+    return check_direction(direction) == TARGET_TO_SOURCE
 
 
 def _aligned_lines(source_path: str, target_path: str, encoding: str) -> Iterator[tuple[str, str]]:
     """Yield line pairs without their line ends; raise ValueError at the first mismatch."""
-    with _open_lines(source_path) as sources, _open_lines(target_path) as targets:
+    with open_input(source_path) as sources, open_input(target_path) as targets:
         for line_no, (source, target) in enumerate(itertools.zip_longest(sources, targets), start=1):
             if source is None or target is None:
                 shorter = source_path if source is None else target_path
                 raise ValueError(f"{shorter}:{line_no}: ends here, but the other side of the corpus goes on")
             yield (_decode(source, source_path, line_no, encoding),
                    _decode(target, target_path, line_no, encoding))
-
-
-def _open_lines(path: str):
-    """A binary line stream of a plain or gzipped text file."""
-    return igzip_threaded.open(path, "rb", threads=1) if path.endswith(".gz") else open(path, "rb")
 
 
 def _decode(line: bytes, path: str, line_no: int, encoding: str) -> str:

@@ -18,9 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from isal import igzip_threaded
-
-from .phrase_table import PhraseEntry, TableReader
+from ..formats.compressed import open_input
+from ..formats.phrase_table import PhraseEntry, TableReader
 
 __all__ = ["ShardSpec", "count_lines", "TableSlice"]
 
@@ -57,13 +56,11 @@ class ShardSpec:
 
 def count_lines(path: str, block_size: int = 1 << 22) -> int:
     """Number of lines of a (gzipped) text file; a last line without newline counts."""
-    with open(path, "rb") as raw:
-        stream = igzip_threaded.open(raw, "rb", threads=1) if path.endswith(".gz") else raw
-        with stream:
-            lines, last = 0, b"\n"
-            while block := stream.read(block_size):
-                lines += block.count(b"\n")
-                last = block[-1:]
+    with open_input(path) as stream:
+        lines, last = 0, b"\n"
+        while block := stream.read(block_size):
+            lines += block.count(b"\n")
+            last = block[-1:]
     return lines + (last != b"\n")
 
 

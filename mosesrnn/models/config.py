@@ -1,18 +1,19 @@
-"""Model configuration: sizes, initialisation and reserved token ids.
+"""Model configuration: the encoder, sizes and initialisation.
 
-Defaults follow Cho et al. (2014), Sec. 4.1.1 and Appendix A: 1000 hidden units,
-rank-100 word embeddings, 500 maxout units pooling 2 inputs each, a rank-100
-output matrix and a 15,000-word shortlist per language.
+Defaults follow Cho et al. (2014), Sec. 4.1.1 and Appendix A: a GRU encoder, 1000 hidden units,
+rank-100 word embeddings, 500 maxout units pooling 2 inputs each, a rank-100 output matrix and a
+15,000-word shortlist per language. The reserved token ids (PAD, UNK, EOS) are the vocabulary's
+(:mod:`mosesrnn.text.vocab`); every vocabulary size here counts them.
 """
 
 from dataclasses import asdict, dataclass, fields
 
-# Reserved word ids, shared with the vocabulary module. Every vocabulary size
-# in this package counts these three ids.
-PAD_ID = 0  # right padding of batched phrases; never predicted
-UNK_ID = 1  # a word outside the shortlist ([UNK] in the paper)
-EOS_ID = 2  # end of phrase; appended to targets so p(y|x) includes ending
-NUM_RESERVED_IDS = 3
+from ..text.vocab import EOS_ID, PAD_ID, RESERVED, UNK_ID
+
+__all__ = ["PAD_ID", "UNK_ID", "EOS_ID", "NUM_RESERVED_IDS", "PRESETS", "ModelConfig", "preset_shortlist",
+           "model_config"]
+
+NUM_RESERVED_IDS = len(RESERVED)
 
 PRESETS = {
     # The paper's sizes (Sec. 4.1.1); the shortlist is 15,000 words per side.
@@ -24,7 +25,7 @@ PRESETS = {
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Sizes and initialisation of an RNN Encoder-Decoder.
+    """The encoder, sizes and initialisation of an RNN Encoder-Decoder.
 
     Attributes:
         src_vocab_size: source vocabulary size, reserved ids included.
@@ -35,7 +36,9 @@ class ModelConfig:
         output_rank: inner size of the output matrix G = G_l G_r.
         init_std: standard deviation of the Gaussian for non-recurrent weights.
         recurrent_init_scale: scale of the orthogonal recurrent matrices
-            (see `mosesrnn.model.RNNEncoderDecoder.reset_parameters`).
+            (see `mosesrnn.models.encdec.EncoderDecoder.reset_parameters`).
+        encoder: the kind of encoder (a key of `mosesrnn.models.encoders.ENCODERS`); "gru" is
+            the paper's (C14, Sec. 2.3).
     """
 
     src_vocab_size: int
@@ -46,6 +49,7 @@ class ModelConfig:
     output_rank: int = 100
     init_std: float = 0.01
     recurrent_init_scale: float = 1.0
+    encoder: str = "gru"
 
     def __post_init__(self):
         for name in ("src_vocab_size", "trg_vocab_size"):

@@ -10,18 +10,22 @@ import collections
 import hashlib
 import os
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
-from .files import atomic_file
-from .phrase_table import PhraseEntry, words
+from ..files import atomic_file
+from ..formats.phrase_table import PhraseEntry
+from .tokenizers import words
 
 __all__ = [
-    "PAD", "UNK", "EOS", "RESERVED", "Vocabulary", "VocabularyPair", "CoverageReport",
+    "PAD", "UNK", "EOS", "RESERVED", "PAD_ID", "UNK_ID", "EOS_ID", "Vocabulary", "VocabularyPair", "CoverageReport",
     "unique_pairs", "shortlist", "build_vocabularies",
 ]
 
 PAD, UNK, EOS = "<pad>", "<unk>", "</s>"
 RESERVED = (PAD, UNK, EOS)
+#: Their ids: PAD right-pads batches (never predicted), UNK stands for a token outside the
+#: shortlist ([UNK] in the paper), EOS ends a phrase (appended to targets, so p(y|x) includes ending).
+PAD_ID, UNK_ID, EOS_ID = range(len(RESERVED))
 FORMAT_HEADER = "#mosesrnn vocabulary version: 1"
 SOURCE_FILE, TARGET_FILE = "source.vocab", "target.vocab"
 
@@ -145,15 +149,16 @@ def _coverage(counter: collections.Counter, vocabulary: Vocabulary) -> float:
     return sum(count for word, count in counter.items() if word in vocabulary) / total if total else 0.0
 
 
-def build_vocabularies(entries: Iterable[PhraseEntry], size: int = 15000,
-                       target_size: int | None = None) -> tuple[VocabularyPair, CoverageReport]:
-    """Count words over the unique phrase pairs and keep the ``size`` most frequent per side."""
+def build_vocabularies(entries: Iterable[PhraseEntry], size: int = 15000, target_size: int | None = None,
+                       tokens: Callable[[str], list[str]] | None = None) -> tuple[VocabularyPair, CoverageReport]:
+    """Count tokens (default: Moses words) over the unique phrase pairs; keep the ``size`` most frequent per side."""
+    tokens = tokens or words
     source_counts: collections.Counter = collections.Counter()
     target_counts: collections.Counter = collections.Counter()
     pairs = 0
     for entry in unique_pairs(entries):
-        source_counts.update(words(entry.source))
-        target_counts.update(words(entry.target))
+        source_counts.update(tokens(entry.source))
+        target_counts.update(tokens(entry.target))
         pairs += 1
     reserved = set(RESERVED)
     for counter in (source_counts, target_counts):

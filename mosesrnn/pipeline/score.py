@@ -3,8 +3,8 @@
 Reading (with gzip on its own thread), computing and writing run side by side: a reader thread
 cuts the table into chunks, the calling thread computes the feature columns of a chunk, and a
 writer thread formats and compresses the previous one. Lines come out in input order, one for
-one; the output appears only when the whole table (or shard, see :mod:`mosesrnn.shards`) has been
-written, and a killed run can be resumed from its last checkpoint (see :mod:`mosesrnn.checkpoint`).
+one; the output appears only when the whole table (or shard, see :mod:`mosesrnn.pipeline.shards`) has been
+written, and a killed run can be resumed from its last checkpoint (see :mod:`mosesrnn.pipeline.checkpoint`).
 """
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
-from . import __version__
+from .. import __version__
+from ..features.registry import Feature, describe
+from ..formats.phrase_table import PhraseEntry, PhraseTableError, atomic_output, format_line, table_value
 from .checkpoint import ResumableOutput, StreamOutput
-from .features import Feature
-from .phrase_table import PhraseEntry, PhraseTableError, atomic_output, format_line
 from .shards import ShardSpec, TableSlice, count_lines
 
 __all__ = ["ScoreSummary", "score_table", "signature", "chunked", "prefetch"]
@@ -48,8 +48,9 @@ class ScoreSummary:
 
 
 def signature(features: Sequence[Feature], encoding: str) -> str:
-    """A sacrebleu-style signature that pins down how a table was scored."""
-    columns = ",".join(feature.describe() for feature in features)
+    """A sacrebleu-style signature that pins down how a table was scored: every feature with
+    every setting that changes its values (see :func:`mosesrnn.features.registry.describe`)."""
+    columns = ",".join(describe(feature) for feature in features)
     return f"mosesrnn:{__version__}|features:{columns}|encoding:{encoding}"
 
 
@@ -94,11 +95,13 @@ def prefetch(items: Iterable, depth: int = 4) -> Iterator:
 class _Writer:
     """Formats and writes chunks on a background thread, in the order they are handed in.
 
-    A chunk handed in with a ``checkpoint`` state is followed by ``output.checkpoint(state)``.
+    Column j's values are written as phrase-table values ``e^v`` with ``digits[j]`` significant
+    digits (None: exactly). A chunk handed in with a ``checkpoint`` state is followed by
+    ``output.checkpoint(state)``.
     """
 
-    def __init__(self, output: ResumableOutput | StreamOutput, depth: int = 4):
-        self._output, self._queue = output, queue.Queue(maxsize=depth)
+    def __init__(self, output: ResumableOutput | StreamOutput, digits: Sequence[int | None], depth: int = 4):
+        self._output, self._digits, self._queue = output, tuple(digits), queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="mosesrnn-writer", daemon=True)
         self._thread.start()
@@ -109,14 +112,16 @@ class _Writer:
                 continue  # drain after a failure so that put() never blocks
             entries, columns, checkpoint = item
             try:
-                text = "".join(format_line(entry, values) for entry, values in zip(entries, zip(*columns)))
+                texts = [[table_value(value, digits) for value in column]
+                         for column, digits in zip(columns, self._digits)]
+                text = "".join(format_line(entry, values) for entry, values in zip(entries, zip(*texts)))
                 self._output.write(text.encode("utf-8"))
                 if checkpoint is not None:
                     self._output.checkpoint(checkpoint)
             except BaseException as error:
                 self._error = error
 
-    def put(self, entries: list[PhraseEntry], columns: list[list[str]],
+    def put(self, entries: list[PhraseEntry], columns: list[list[float]],
             checkpoint: dict | None = None) -> None:
         """Queue one chunk, its columns (one list of values per feature) and maybe a checkpoint."""
         self._check()
@@ -135,17 +140,17 @@ class _Writer:
 
 def score_table(input_path: str, output_path: str, features: Sequence[Feature], *,
                 encoding: str = "utf-8", chunk_lines: int = 20000, shard: ShardSpec = ShardSpec(),
-                resume: bool = False, checkpoint_every: int = 25, settings: dict | None = None,
+                resume: bool = False, checkpoint_every: int = 25,
                 progress: Callable[[int, int, int | None], None] | None = None) -> ScoreSummary:
     """Append the ``features`` columns, in order, to every line of a phrase table (or one shard).
 
     The output is written as ``OUTPUT.part`` with a checkpoint every ``checkpoint_every`` chunks
-    (see :mod:`mosesrnn.checkpoint`) and renamed when complete; ``resume`` continues a killed run
-    of the same command. ``settings`` (e.g. batch size, device) must also match for a resume, as
-    they may change the last digit of a value. ``progress(lines, bytes_read, bytes_total)`` is
+    (see :mod:`mosesrnn.pipeline.checkpoint`) and renamed when complete; ``resume`` continues a killed run
+    of the same command (same input, shard, chunking and signature, which holds every setting
+    that changes a value, down to batch size and device). ``progress(lines, bytes_read, bytes_total)`` is
     called after each chunk. A JSON sidecar ``OUTPUT.json`` records the signature and the line
-    range (not for stdout). Raises :class:`~mosesrnn.phrase_table.PhraseTableError` on bad input
-    (leaving no output behind) and :class:`~mosesrnn.checkpoint.ResumeError` for a resume that
+    range (not for stdout). Raises :class:`~mosesrnn.formats.phrase_table.PhraseTableError` on bad input
+    (leaving no output behind) and :class:`~mosesrnn.pipeline.checkpoint.ResumeError` for a resume that
     does not match.
     """
     if not features:
@@ -158,7 +163,7 @@ def score_table(input_path: str, output_path: str, features: Sequence[Feature], 
     log.info("signature: %s", sign)
     total = count_lines(input_path) if shard.count > 1 else None
     nominal = shard.nominal_range(total) if total is not None else (1, None)
-    key = _run_key(input_path, sign, shard, chunk_lines, checkpoint_every, settings)
+    key = _run_key(input_path, sign, shard, chunk_lines, checkpoint_every)
     output = (StreamOutput(sys.stdout.buffer) if output_path == "-"
               else ResumableOutput(output_path, key, resume))
     state = output.state or {}
@@ -179,22 +184,20 @@ def score_table(input_path: str, output_path: str, features: Sequence[Feature], 
     return summary
 
 
-def _run_key(input_path: str, sign: str, shard: ShardSpec, chunk_lines: int, checkpoint_every: int,
-             settings: dict | None) -> dict:
+def _run_key(input_path: str, sign: str, shard: ShardSpec, chunk_lines: int, checkpoint_every: int) -> dict:
     """Everything a resumed run must share with the run it continues."""
     stat = os.stat(input_path) if input_path != "-" else None
     return {"signature": sign, "input": os.path.abspath(input_path) if stat else "-",
             "input_bytes": stat.st_size if stat else None,
             "input_mtime_ns": stat.st_mtime_ns if stat else None,
-            "shard": str(shard), "chunk_lines": chunk_lines, "checkpoint_every": checkpoint_every,
-            "settings": dict(settings or {})}
+            "shard": str(shard), "chunk_lines": chunk_lines, "checkpoint_every": checkpoint_every}
 
 
 def _score_chunks(table: TableSlice, output, features: Sequence[Feature], chunk_lines: int,
                   checkpoint_every: int, state: dict, progress) -> int:
     """Compute and write the chunks of ``table``; returns the lines done (resumed ones included)."""
     lines = state.get("lines", 0)
-    writer = _Writer(output)
+    writer = _Writer(output, [feature.spec.table_digits for feature in features])
     try:
         for number, chunk in enumerate(prefetch(chunked(table, chunk_lines)), start=1):
             lines += len(chunk)
@@ -202,7 +205,7 @@ def _score_chunks(table: TableSlice, output, features: Sequence[Feature], chunk_
             if number % checkpoint_every == 0:
                 checkpoint = {"next_line": chunk[-1].line_no + 1, "lines": lines,
                               "first_line": state.get("first_line") or table.first_line}
-            writer.put(chunk, [feature.compute(chunk) for feature in features], checkpoint)
+            writer.put(chunk, [feature.values(chunk) for feature in features], checkpoint)
             if progress:
                 progress(lines, table.reader.position(), table.reader.size)
     finally:
@@ -224,8 +227,8 @@ def _write_sidecar(output_path: str, key: dict, features: Sequence[Feature], sum
         "lines": summary.lines,
         "total_lines": total_lines if total_lines is not None else summary.end_line - 1,
         "bytes": size,
-        "appended_columns": [feature.name for feature in features],
-        "features": [feature.describe() for feature in features],
+        "appended_columns": [feature.spec.name for feature in features],
+        "features": [describe(feature) for feature in features],
     }
     with atomic_output(output_path + ".json") as out:
         out.write((json.dumps(record, indent=2) + "\n").encode("utf-8"))

@@ -1,4 +1,4 @@
-"""Turning phrases into padded id tensors for the model."""
+"""Padded id tensors for the model."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -6,15 +6,8 @@ from typing import Sequence
 import torch
 
 from .config import EOS_ID, PAD_ID
-from .phrase_table import words
-from .vocab import Vocabulary
 
-__all__ = ["phrase_ids", "pad"]
-
-
-def phrase_ids(vocabulary: Vocabulary, phrase: str) -> list[int]:
-    """The ids of a phrase's words (factor 0), unknown words mapped to ``<unk>``; no EOS."""
-    return vocabulary.ids(words(phrase))
+__all__ = ["pad"]
 
 
 def pad(sequences: Sequence[Sequence[int]], append_eos: bool = False) -> tuple[torch.Tensor, torch.Tensor]:

@@ -14,7 +14,8 @@ import shutil
 from dataclasses import dataclass
 from typing import Sequence
 
-from .files import atomic_file
+from ..files import atomic_file
+from ..formats.compressed import is_gzip_name
 
 __all__ = ["MergeError", "MergeSummary", "merge_parts"]
 
@@ -41,7 +42,7 @@ def merge_parts(parts: Sequence[str], output_path: str) -> MergeSummary:
     a shard is missing, given twice, from another input or scoring, or its file is incomplete.
     """
     records = _check_records([_read_sidecar(path) for path in parts])
-    if any(record["path"].endswith(".gz") != output_path.endswith(".gz") for record in records):
+    if any(is_gzip_name(record["path"]) != is_gzip_name(output_path) for record in records):
         raise MergeError("the parts and the output must all be gzipped (.gz) or all plain")
     _concatenate([record["path"] for record in records], output_path)
     merged = {key: value for key, value in records[0].items() if key != "path"}

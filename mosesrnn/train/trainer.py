@@ -30,14 +30,15 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .config import EOS_ID, PAD_ID, model_config, preset_shortlist
+from ..devices import resolve_device
+from ..direction import SOURCE_TO_TARGET, orient
+from ..files import atomic_file
+from ..models.config import EOS_ID, PAD_ID, model_config, preset_shortlist
+from ..models.encdec import EncoderDecoder, build_model
+from ..models.model_file import load_trained_model, save_trained_model
+from ..text.vocab import VocabularyPair
 from .data import PairSet, Shuffler, TrainingData, load_corpus, load_table
-from .devices import resolve_device
-from .files import atomic_file
-from .model import RNNEncoderDecoder
-from .model_file import DIRECTIONS, load_trained_model, save_trained_model
-from .train_log import TrainLog
-from .vocab import VocabularyPair
+from .log import TrainLog
 
 __all__ = ["TrainConfig", "TrainResult", "train", "evaluate", "unigram_perplexity", "parse_duration",
            "LOSS_DEFINITION"]
@@ -61,7 +62,7 @@ class TrainConfig:
     table: str | None = None
     corpus: tuple[str, str] | None = None
     preset: str = "small"
-    direction: str = DIRECTIONS[0]
+    direction: str = SOURCE_TO_TARGET
     vocab_dir: str | None = None
     vocab_size: int | None = None  # default: the preset's shortlist
     max_len: int | None = None
@@ -144,7 +145,7 @@ def _autocast(device: torch.device, bf16: bool):
 
 
 @torch.no_grad()
-def evaluate(model: RNNEncoderDecoder, pairs: PairSet, batch_size: int = 256,
+def evaluate(model: EncoderDecoder, pairs: PairSet, batch_size: int = 256,
              device: torch.device = torch.device("cpu"), bf16: bool = False) -> tuple[float, float]:
     """(NLL per pair in nats, per-token perplexity) of ``pairs``, batched by similar lengths."""
     was_training = model.training
@@ -226,18 +227,17 @@ class _Run:
         self.log = TrainLog(self.path("train.jsonl"), self.path("loss.png"), fresh=not self.resumed)
         self.last_valid, self.last_valid_update = state.get("last_valid"), state.get("last_valid_update", -1)
 
-    def _model(self, state: dict | None) -> RNNEncoderDecoder:
+    def _model(self, state: dict | None) -> EncoderDecoder:
         if state is not None:
             trained = load_trained_model(self.path(LAST))
             if trained.info.get("updates") != state["updates"]:
                 raise ValueError(f"{self.path(LAST)} and {self.path(STATE)} are from different updates; "
                                  f"start over with --restart")
             return trained.model
-        vocabularies, reverse = self.data.vocabularies, self.config.direction == DIRECTIONS[1]
-        sizes = (len(vocabularies.target), len(vocabularies.source)) if reverse else \
-            (len(vocabularies.source), len(vocabularies.target))
+        vocabularies = self.data.vocabularies
+        sizes = orient(self.config.direction, len(vocabularies.source), len(vocabularies.target))
         torch.manual_seed(self.config.seed)
-        return RNNEncoderDecoder(model_config(self.config.preset, *sizes, **self.config.model_overrides))
+        return build_model(model_config(self.config.preset, *sizes, **self.config.model_overrides))
 
     def step(self) -> float:
         """One Adadelta update on the next minibatch; returns its loss (nats per pair)."""
@@ -274,7 +274,7 @@ class _Run:
         improved = valid_nll < self.best_nll
         if improved:
             self.best_nll, self.best_ppl, self.bad_validations = valid_nll, valid_ppl, 0
-            save_trained_model(self.path(BEST), self.model, self.data.vocabularies, self.config.direction,
+            save_trained_model(self.path(BEST), self.model, self.data.text, self.config.direction,
                                self.info((valid_nll, valid_ppl)))
         else:
             self.bad_validations += 1
@@ -289,7 +289,7 @@ class _Run:
 
     def save(self) -> None:
         """Write last.pt, then the training state that matches it."""
-        save_trained_model(self.path(LAST), self.model, self.data.vocabularies, self.config.direction,
+        save_trained_model(self.path(LAST), self.model, self.data.text, self.config.direction,
                            self.info(self.last_valid))
         _atomic_torch_save({
             "version": STATE_VERSION, "config": self.config.to_dict(),

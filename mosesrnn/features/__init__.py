@@ -1,0 +1,1 @@
+"""The feature seam: values per (source, target) pair, and the registry every consumer reads."""

@@ -1,0 +1,139 @@
+"""The feature registry: every feature column mosesrnn can compute, in one table.
+
+A feature turns a batch of phrase pairs (anything with ``.source`` and ``.target`` text, in the
+table's orientation: phrase-table entries, n-best hypotheses with their source sentence) into one
+float per pair. It does not format them: the output format encodes the values (a phrase table
+holds ``e^v``, see :func:`mosesrnn.formats.phrase_table.table_value`; an n-best list the raw
+value). Each :class:`FeatureSpec` says what the CLI, the signature, the resume check and
+``moses_integration`` need to know: its help text, its default initial weight (with its sign),
+the settings that change its values, and how many digits a phrase table keeps.
+
+This module imports no torch: ``moses-ini`` reads it, and a feature's code is imported only
+when the feature is built.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+__all__ = ["Pair", "Feature", "FeatureSpec", "FeatureOptions", "FEATURES", "parse_feature_names",
+           "build_features", "describe", "default_features"]
+
+
+class Pair(Protocol):
+    """A phrase pair as features read it: the source and target text, table orientation."""
+
+    source: str
+    target: str
+
+
+class Feature(Protocol):
+    """A column of values, one per phrase pair."""
+
+    spec: "FeatureSpec"
+
+    def settings(self) -> dict[str, Any]:
+        """The value of each of ``spec.settings`` for this instance (for the signature)."""
+
+    def values(self, pairs: Sequence[Pair]) -> list[float]:
+        """One value per pair, in order."""
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """What is known of a feature before it is built.
+
+    Attributes:
+        name: its name in ``--features`` and in the scored table's sidecar.
+        summary: one line for ``--help``.
+        default_weight: its initial weight in moses.ini; the sign rewards or penalises.
+        settings: the options that change its values (all recorded in the signature).
+        table_digits: significant digits of ``e^v`` in a phrase table; None writes it exactly.
+        needs_model: whether it reads a trained model (otherwise a vocabulary may do).
+        builder: ``module:function`` that builds it from :class:`FeatureOptions` (imported lazily);
+            the feature class holds its spec as ``spec = FEATURES[name]``.
+    """
+
+    name: str
+    summary: str
+    default_weight: float
+    settings: tuple[str, ...]
+    table_digits: int | None
+    needs_model: bool
+    builder: str
+
+    def build(self, options: "FeatureOptions") -> Feature:
+        """Import the feature's module and build it."""
+        module, function = self.builder.split(":")
+        return getattr(importlib.import_module(module), function)(options)
+
+
+@dataclass
+class FeatureOptions:
+    """Everything features are built from; the model file is loaded once, on first use."""
+
+    model: str | None = None
+    vocab: str | None = None
+    unk_side: str = "both"
+    direction: str | None = None
+    device: str = "cpu"
+    dtype: str = "fp32"
+    batch_tokens: int = 4096
+    length_normalize: bool = False
+    _loaded: dict = field(default_factory=dict, repr=False)
+
+    def trained_model(self, feature: str):
+        """The trained model of ``--model`` (a :class:`~mosesrnn.models.model_file.TrainedModel`)."""
+        if self.model is None:
+            raise ValueError(f"the {feature} feature needs a model file (-m MODEL)")
+        if "model" not in self._loaded:
+            from ..models.model_file import load_trained_model
+            self._loaded["model"] = load_trained_model(self.model)
+        return self._loaded["model"]
+
+
+FEATURES: dict[str, FeatureSpec] = {spec.name: spec for spec in (
+    FeatureSpec("rnn", "log p(target | source) under the RNN Encoder-Decoder (phrase table: its exp)",
+                default_weight=0.1,
+                settings=("model", "direction", "dtype", "length_normalize", "batch_tokens", "device"),
+                table_digits=9, needs_model=True, builder="mosesrnn.features.rnn:build"),
+    FeatureSpec("unk", "the number of words outside the model's shortlists, C14 Sec. 4.2 (phrase table: e^n)",
+                default_weight=-0.1, settings=("side", "vocab"), table_digits=None, needs_model=False,
+                builder="mosesrnn.features.unk:build"),
+)}
+
+
+def default_features(with_model: bool) -> tuple[str, ...]:
+    """The columns computed when none are named: all of them with a model, else those that need none."""
+    return tuple(name for name, spec in FEATURES.items() if with_model or not spec.needs_model)
+
+
+def parse_feature_names(text: str) -> tuple[str, ...]:
+    """``"rnn,unk"`` -> ``("rnn", "unk")``; raises ValueError for an unknown or repeated name."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise ValueError("no feature named")
+    for name in names:
+        if name not in FEATURES:
+            raise ValueError(f"unknown feature {name!r} (choose from: {', '.join(FEATURES)})")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"feature {', '.join(repeated)} named twice")
+    return names
+
+
+def build_features(names: Sequence[str], options: FeatureOptions) -> list[Feature]:
+    """Build the named features, in order."""
+    return [FEATURES[name].build(options) for name in names]
+
+
+def describe(feature: Feature) -> str:
+    """The feature and every setting that changes its values, e.g. ``unk(side=both,vocab=1a2b)``."""
+    settings = feature.settings()
+    if tuple(settings) != feature.spec.settings:
+        raise ValueError(f"feature {feature.spec.name} reports settings {tuple(settings)}, "
+                         f"its registry entry lists {feature.spec.settings}")
+    text = ",".join(f"{key}={str(value).lower() if isinstance(value, bool) else value}"
+                    for key, value in settings.items())
+    return f"{feature.spec.name}({text})"

@@ -1,0 +1,57 @@
+"""The one place that opens possibly compressed files.
+
+Reading recognises gzip by its magic bytes (not by the name), so ``table.gz``, a gzipped table
+named otherwise and a plain one all read the same way; decompression runs on its own thread
+(python-isal), so it overlaps with the caller's work. Writing compresses when the name ends in
+``.gz``, at level 1 (phrase tables are large and written once).
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import BinaryIO, Iterator
+
+from isal import igzip_threaded
+
+__all__ = ["GZIP_MAGIC", "is_gzip_name", "decompressed", "open_input", "compressed"]
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip_name(path: str) -> bool:
+    """Whether an output named ``path`` is written gzipped."""
+    return path.endswith(".gz")
+
+
+@contextlib.contextmanager
+def decompressed(raw: BinaryIO) -> Iterator[BinaryIO]:
+    """``raw`` itself, or a decompressing stream over it if it starts with the gzip magic bytes.
+
+    ``raw`` must be buffered (``peek``), as ``open(path, "rb")`` and ``sys.stdin.buffer`` are.
+    """
+    if raw.peek(2)[:2] == GZIP_MAGIC:
+        with igzip_threaded.open(raw, "rb", threads=1) as stream:
+            yield stream
+    else:
+        yield raw
+
+
+@contextlib.contextmanager
+def open_input(path: str) -> Iterator[BinaryIO]:
+    """Open a file (``-``: stdin) for binary reading, decompressing gzip transparently."""
+    if path == "-":
+        with decompressed(sys.stdin.buffer) as stream:
+            yield stream
+        return
+    with open(path, "rb") as raw, decompressed(raw) as stream:
+        yield stream
+
+
+@contextlib.contextmanager
+def compressed(raw: BinaryIO, path: str) -> Iterator[BinaryIO]:
+    """A stream over ``raw`` that gzips what is written if ``path`` ends in ``.gz``, else ``raw``."""
+    if is_gzip_name(path):
+        with igzip_threaded.open(raw, "wb", compresslevel=1, threads=1) as stream:
+            yield stream
+    else:
+        yield raw

@@ -1,0 +1,64 @@
+"""The model file: round trip, safety, format versions and the migration of version-1 files."""
+import gzip
+import os
+
+import pytest
+import torch
+from conftest import DATA
+from scoring_helpers import TABLE, save_tiny_model
+
+from mosesrnn.cli import main
+from mosesrnn.models.model_file import FORMAT_VERSION, load_trained_model
+from mosesrnn.text.tokenizers import MosesWords
+
+V1 = DATA / "model-v1"
+
+
+def test_round_trip_keeps_weights_codecs_and_direction(tmp_path):
+    path = save_tiny_model(str(tmp_path / "model.pt"), "target-to-source")
+    assert os.listdir(tmp_path) == ["model.pt"]  # no temporary file left behind
+    trained = load_trained_model(path)
+    assert trained.direction == "target-to-source"
+    assert isinstance(trained.text.source.tokenizer, MosesWords)
+    assert trained.input_codec is trained.text.target and trained.output_codec is trained.text.source
+    saved = torch.load(path, weights_only=True)
+    assert saved["format_version"] == FORMAT_VERSION
+    assert all(torch.equal(saved["state_dict"][name], value) for name, value in trained.model.state_dict().items())
+    assert trained.input_codec.ids("Tom est là .")[-1] == trained.input_codec.vocabulary.stoi["."]
+
+
+class Payload:
+    """An arbitrary object: unpickling it would run code from the file."""
+
+
+def test_load_refuses_arbitrary_pickles(tmp_path):
+    path = tmp_path / "evil.pt"
+    torch.save({"format_version": FORMAT_VERSION, "payload": Payload()}, path)
+    with pytest.raises(ValueError, match="unsafe"):
+        load_trained_model(str(path))
+
+
+@pytest.mark.parametrize("checkpoint, message", [
+    ({"weights": 1}, "not a mosesrnn model file"),
+    ({"format_version": 99}, "unsupported model format version 99"),
+    ({"format_version": FORMAT_VERSION, "config": {}}, "without state_dict, direction, text"),
+    ({"format_version": 1, "config": {}, "state_dict": {}}, "version-1 model file without vocabularies"),
+])
+def test_bad_model_files_are_named(tmp_path, checkpoint, message):
+    path = tmp_path / "bad.pt"
+    torch.save(checkpoint, path)
+    with pytest.raises(ValueError, match=message):
+        load_trained_model(str(path))
+
+
+def test_version_1_file_loads_and_scores_exactly_as_it_did(tmp_path):
+    trained = load_trained_model(str(V1 / "tiny-v1.pt"))
+    assert trained.model.config.encoder == "gru" and trained.direction == "source-to-target"
+    table = tmp_path / "table400"
+    with gzip.open(TABLE, "rt", encoding="utf-8", newline="") as lines:
+        table.write_text("".join(line for _, line in zip(range(400), lines)), encoding="utf-8", newline="")
+    output = tmp_path / "table400.rnn-unk"
+    result = main.main(["score", str(table), "-m", str(V1 / "tiny-v1.pt"), "-o", str(output), "-q"],
+                       standalone_mode=False)
+    assert result is None
+    assert output.read_bytes() == gzip.decompress((V1 / "table400.rnn-unk.gz").read_bytes())
