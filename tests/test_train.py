@@ -13,9 +13,10 @@ import torch
 from click.testing import CliRunner
 
 from mosesrnn.cli import main
+from mosesrnn.cli.common import parse_duration
 from mosesrnn.models.model_file import load_trained_model
 from mosesrnn.train.data import PairSet, load_table
-from mosesrnn.train.trainer import TrainConfig, evaluate, parse_duration, train, unigram_perplexity
+from mosesrnn.train.trainer import TrainConfig, evaluate, train, unigram_perplexity
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 TABLE = os.path.join(DATA, "tatoeba.en-fr.3k.gz")

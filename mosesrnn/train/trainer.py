@@ -18,7 +18,6 @@ import logging
 import math
 import os
 import random
-import re
 import signal
 import sys
 import threading
@@ -40,7 +39,7 @@ from ..text.vocab import VocabularyPair
 from .data import PairSet, Shuffler, TrainingData, load_corpus, load_table
 from .log import TrainLog
 
-__all__ = ["TrainConfig", "TrainResult", "train", "evaluate", "unigram_perplexity", "parse_duration",
+__all__ = ["TrainConfig", "TrainResult", "train", "evaluate", "unigram_perplexity",
            "LOSS_DEFINITION"]
 
 log = logging.getLogger("mosesrnn")
@@ -117,14 +116,6 @@ class TrainResult:
     resumed: bool
     best_path: str
     last_path: str
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a duration such as ``90``, ``90s``, ``10m``, ``1h30m`` or ``1.5h``."""
-    parts = re.findall(r"(\d+(?:\.\d+)?)([hms]?)", text.strip().lower())
-    if not parts or "".join(number + unit for number, unit in parts) != text.strip().lower():
-        raise ValueError(f"not a duration: {text!r} (examples: 600, 90s, 10m, 1h30m)")
-    return sum(float(number) * {"h": 3600, "m": 60, "s": 1, "": 1}[unit] for number, unit in parts)
 
 
 def unigram_perplexity(train: PairSet, valid: PairSet, vocab_size: int) -> float:

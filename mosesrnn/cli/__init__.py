@@ -1,0 +1,44 @@
+"""The ``mosesrnn`` command line: one module per command; each parses its options, calls one
+library function and turns library errors into a message and an exit status."""
+from __future__ import annotations
+
+import signal
+
+import click
+
+from .. import __version__
+from .merge import merge
+from .score import score
+from .train import train
+from .vocab import vocab
+
+__all__ = ["main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mosesrnn")
+def main() -> None:
+    """Train the RNN Encoder-Decoder of Cho et al. (2014) on a Moses phrase table and add its
+    scores (and an unknown-word penalty) to the table as new feature columns.
+
+    \b
+    Typical use:
+      mosesrnn vocab phrase-table.gz -o vocab/
+      mosesrnn score phrase-table.gz --vocab vocab/ -o scored.gz
+      mosesrnn moses-ini moses.ini --table scored.gz --add 1 -o moses.rnn.ini
+
+    Logs go to stderr, data to stdout or the -o file. Gzip (.gz) is read and written
+    transparently; '-' means stdin/stdout.
+    """
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `mosesrnn score ... -o - | head` ends quietly
+
+
+
+def _register_commands() -> None:
+    # moses_integration is the only code that calls Moses; its commands join this group too.
+    from moses_integration.cli import binarize, mert_moses, moses_ini
+    for command in (vocab, train, score, merge, moses_ini, binarize, mert_moses):
+        main.add_command(command)
+
+
+_register_commands()

@@ -1,0 +1,4 @@
+"""``python -m mosesrnn.cli``."""
+from . import main
+
+main()

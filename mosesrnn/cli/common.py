@@ -1,0 +1,44 @@
+"""What the commands share: option types, logging to stderr, and library errors as clean CLI errors."""
+from __future__ import annotations
+
+import logging
+import re
+import sys
+
+import click
+
+__all__ = ["TABLE", "ENCODING", "QUIET", "setup_logging", "fail", "parse_duration", "duration"]
+
+TABLE = click.Path(dir_okay=False, allow_dash=True)
+ENCODING = click.option(
+    "--encoding", default="utf-8", show_default=True,
+    help="Text encoding of the phrase table; Moses tables are UTF-8. Use e.g. latin-1 to read a "
+         "legacy table on purpose (the output is always UTF-8).")
+QUIET = click.option("--quiet", "-q", is_flag=True, help="No progress bar or log messages, only errors.")
+
+
+def setup_logging(quiet: bool) -> None:
+    """Log ``mosesrnn: ...`` lines to stderr (warnings and errors only when ``quiet``)."""
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO,
+                        format="mosesrnn: %(message)s", stream=sys.stderr, force=True)
+
+
+def fail(error: Exception) -> click.ClickException:
+    """A library error as a click error: its message on stderr, exit status 1."""
+    return click.ClickException(str(error))
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration such as ``90``, ``90s``, ``10m``, ``1h30m`` or ``1.5h``."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)([hms]?)", text.strip().lower())
+    if not parts or "".join(number + unit for number, unit in parts) != text.strip().lower():
+        raise ValueError(f"not a duration: {text!r} (examples: 600, 90s, 10m, 1h30m)")
+    return sum(float(number) * {"h": 3600, "m": 60, "s": 1, "": 1}[unit] for number, unit in parts)
+
+
+def duration(ctx, param, value):
+    """Click callback: '10m' -> 600.0 seconds."""
+    try:
+        return None if value is None else parse_duration(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None

@@ -1,0 +1,97 @@
+"""``mosesrnn train``: the RNN Encoder-Decoder on a phrase table's unique pairs, or on a corpus."""
+from __future__ import annotations
+
+import click
+
+from ..direction import DIRECTIONS, SOURCE_TO_TARGET
+from ..formats.phrase_table import PhraseTableError
+from .common import ENCODING, QUIET, TABLE, duration, fail, setup_logging
+
+
+@click.command()
+@click.argument("table", type=TABLE, required=False)
+@click.option("--corpus", nargs=2, type=click.Path(dir_okay=False, exists=True), metavar="SRC TRG",
+              help="Train on a sentence-aligned corpus instead of a table: two tokenized text files "
+                   "(.gz allowed), line i of SRC translating line i of TRG; every line pair is kept.")
+@click.option("-o", "--output", "output_dir", required=True, type=click.Path(file_okay=False),
+              help="Model directory: best.pt, last.pt, state.pt, vocab/, train.jsonl and loss.png go here.")
+@click.option("--preset", type=click.Choice(["small", "paper"]), default="small", show_default=True,
+              help="Model sizes: paper = 1000 hidden units, 100-dim embeddings, 500 maxout units, "
+                   "15,000-word shortlists; small = 256/64/128, 8,000 words (trains in minutes on a CPU).")
+@click.option("--direction", type=click.Choice(DIRECTIONS), default=SOURCE_TO_TARGET, show_default=True,
+              help="source-to-target models p(target | source); target-to-source gives p(source | target).")
+@click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False, exists=True),
+              help="Shortlists from `mosesrnn vocab`; without it they are built from the training data "
+                   "(the preset's size) and saved to MODEL_DIR/vocab/.")
+@click.option("--vocab-size", type=click.IntRange(1), help="Shortlist size per language when building them.")
+@click.option("--max-phrase-len", type=click.IntRange(1),
+              help="Skip pairs with more words than this on either side (default: keep all).")
+@click.option("--valid-share", default=0.01, show_default=True, type=click.FloatRange(0, 1, min_open=True,
+              max_open=True), help="Share of input phrases (by hash) held out for validation.")
+@click.option("--valid-size", type=click.IntRange(1),
+              help="Hold out about N pairs instead (whole input phrases, smallest hashes first).")
+@click.option("--valid-every", default=1000, show_default=True, type=click.IntRange(1),
+              help="Updates between validations (each also saves last.pt and the state).")
+@click.option("--patience", default=10, show_default=True, type=click.IntRange(1),
+              help="Stop after this many validations without a lower validation NLL.")
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
+              help="Phrase pairs per Adadelta update (the paper: 64).")
+@click.option("--clip-norm", type=click.FloatRange(0, min_open=True),
+              help="Clip the gradient to this L2 norm (default: no clipping, as in the paper).")
+@click.option("--max-updates", type=click.IntRange(1), help="Stop at this many updates in all.")
+@click.option("--max-time", callback=duration, metavar="DURATION",
+              help="Stop after this much training time in this invocation, e.g. 90s, 10m, 2h "
+                   "(reading the data excluded).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="auto = cuda if available, else cpu.")
+@click.option("--threads", type=click.IntRange(1), help="CPU threads for torch (default: torch's choice).")
+@click.option("--bf16/--no-bf16", default=False, show_default=True,
+              help="bfloat16 autocast with fp32 master weights.")
+@click.option("--seed", default=1, show_default=True, type=int,
+              help="Seed of the initialisation and of the data order.")
+@click.option("--resume", "resume", flag_value="require",
+              help="Continue the run saved in MODEL_DIR; fail if there is none. (Without --resume or "
+                   "--restart a saved run is continued automatically.)")
+@click.option("--restart", "resume", flag_value="never",
+              help="Ignore a saved run in MODEL_DIR and start over.")
+@click.option("--embed-dim", type=click.IntRange(1), help="Advanced: override the preset's embedding size.")
+@click.option("--hidden-dim", type=click.IntRange(1), help="Advanced: override the preset's GRU size.")
+@click.option("--maxout-units", type=click.IntRange(1), help="Advanced: override the preset's maxout units.")
+@click.option("--output-rank", type=click.IntRange(1), help="Advanced: override the preset's output rank.")
+@ENCODING
+@QUIET
+def train(table, corpus, output_dir, preset, direction, vocab_dir, vocab_size, max_phrase_len, valid_share,
+          valid_size, valid_every, patience, batch_size, clip_norm, max_updates, max_time, device, threads,
+          bf16, seed, resume, embed_dim, hidden_dim, maxout_units, output_rank, encoding, quiet):
+    """Train the RNN Encoder-Decoder on the unique phrase pairs of TABLE (or on --corpus).
+
+    Adadelta (rho 0.95, eps 1e-6) on minibatches of random pairs, minimising the mean per-pair
+    negative log-likelihood. Every --valid-every updates the held-out pairs are scored and the
+    model saved: best.pt (lowest validation NLL) and last.pt, both self-contained model files.
+    Runs until --max-updates, --max-time or early stopping; Ctrl-C saves and stops, and the same
+    command continues exactly where it stopped.
+
+    \b
+    Example:
+      mosesrnn train phrase-table.gz -o model/ --preset small --max-time 10m
+    """
+    from ..train.trainer import TrainConfig
+    from ..train.trainer import train as run_training
+    setup_logging(quiet)
+    overrides = {k: v for k, v in dict(embed_dim=embed_dim, hidden_dim=hidden_dim, maxout_units=maxout_units,
+                                       output_rank=output_rank).items() if v is not None}
+    try:
+        config = TrainConfig(output_dir, table=table, corpus=tuple(corpus) if corpus else None, preset=preset,
+                             direction=direction, vocab_dir=vocab_dir, vocab_size=vocab_size,
+                             max_len=max_phrase_len, encoding=encoding, valid_share=valid_share,
+                             valid_size=valid_size, batch_size=batch_size, clip_norm=clip_norm,
+                             valid_every=valid_every, patience=patience, max_updates=max_updates,
+                             max_time=max_time, device=device, threads=threads, bf16=bf16, seed=seed,
+                             model_overrides=overrides, resume=resume or "auto", quiet=quiet)
+        result = run_training(config)
+    except (PhraseTableError, ValueError, FileNotFoundError) as error:
+        raise fail(error) from None
+    click.echo(f"{result.best_path}: validation perplexity {result.best_valid_ppl:.2f} per token "
+               f"(unigram {result.unigram_ppl:.2f}), {result.updates} updates, {result.stop_reason}")
+    if result.stop_reason == "interrupted":
+        raise SystemExit(130)
