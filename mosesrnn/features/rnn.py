@@ -112,7 +112,7 @@ class RNNFeature:
             parts.append(self.model.source_context(src.to(self.device), src_lengths.to(self.device)))
         order = torch.tensor([i for batch in batches for i in batch])
         row_of_source = torch.empty_like(order).index_copy_(0, order, torch.arange(len(order)))
-        return DecoderContext.cat(parts), row_of_source
+        return type(parts[0]).cat(parts), row_of_source
 
     def _decode(self, context: DecoderContext, line_source: torch.Tensor,
                 targets: list[list[int]]) -> torch.Tensor:
