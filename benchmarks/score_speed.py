@@ -26,12 +26,12 @@ from pathlib import Path
 import torch
 
 from mosesrnn.features.rnn import RNNFeature
+from mosesrnn.formats.compressed import count_lines
 from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.models.batching import pad
 from mosesrnn.models.config import model_config, preset_shortlist
 from mosesrnn.models.encdec import build_model
 from mosesrnn.models.model_file import TrainedModel, save_trained_model
-from mosesrnn.pipeline.shards import count_lines
 from mosesrnn.text.codec import Codec, CodecPair
 from mosesrnn.text.tokenizers import MosesWords, words
 from mosesrnn.text.vocab import Vocabulary, build_vocabularies

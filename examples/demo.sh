@@ -14,6 +14,7 @@ mosesrnn vocab "$TABLE" -o "$OUT/vocab" --size 15000
 echo "== 2. train the RNN Encoder-Decoder (small preset, a short run)"
 mosesrnn train "$TABLE" -o "$OUT/model" --vocab "$OUT/vocab" --preset small \
     --max-updates 800 --valid-every 200 --valid-share 0.05
+echo "the loss curve (train and validation NLL, validation vs unigram perplexity): $OUT/model/loss.png"
 
 echo "== 3. score: append exp(log p(target|source)) and e^(unknown words) to every line"
 mosesrnn score "$TABLE" -m "$OUT/model/best.pt" --features rnn,unk -o "$OUT/phrase-table.rnn.gz"
@@ -28,4 +29,4 @@ echo "== 5. the Moses commands that come next (Moses is not needed for this demo
 mosesrnn binarize "$OUT/phrase-table.rnn.gz" --format compact --dry-run
 mosesrnn mert-moses examples/dev.tok.en examples/dev.tok.fr "$OUT/moses.rnn.ini" --work-dir "$OUT/tune" \
     --runs 3 --test-src examples/test.tok.en --test-ref examples/test.tok.fr --dry-run
-echo "== done: see $OUT/"
+echo "== done: see $OUT/ (model/best.pt, model/loss.png, phrase-table.rnn.gz and its .json, moses.rnn.ini)"

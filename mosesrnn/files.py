@@ -1,12 +1,37 @@
-"""Files that appear whole or not at all."""
+"""Output files that appear whole or not at all, and outputs that are not regular files.
+
+A regular output is written to a temporary file beside it and renamed at the end, so a reader
+never sees half a file and a failed run leaves nothing behind. A symbolic link is followed (its
+target is replaced, the link stays); a device, FIFO or socket (``/dev/null``, a named pipe) is
+written directly, since renaming over it would replace it with a regular file.
+"""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from typing import BinaryIO, Iterator
 
-__all__ = ["atomic_file"]
+__all__ = ["atomic_file", "is_special_file", "check_not_input", "describe_os_error"]
+
+
+def is_special_file(path: str) -> bool:
+    """Whether ``path`` exists and is not a regular file or directory (a device, FIFO or socket)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def check_not_input(output: str, *inputs: str) -> None:
+    """Raise ValueError if ``output`` is one of ``inputs`` (through any link): writing would destroy it."""
+    for path in inputs:
+        if path != "-" and output != "-" and os.path.exists(output) and os.path.exists(path) \
+                and os.path.samefile(path, output) and not is_special_file(output):
+            raise ValueError(f"{output} is the input {path}: choose another output file")
 
 
 @contextlib.contextmanager
@@ -14,9 +39,15 @@ def atomic_file(path: str, suffix: str = ".part") -> Iterator[BinaryIO]:
     """Open ``path`` for binary writing so that it appears only when the block succeeds.
 
     Data goes to a temporary file in the same directory (so the final rename is atomic), which
-    is renamed over ``path`` at the end and removed on error.
+    is renamed over ``path`` at the end and removed on error. See the module docstring for
+    symbolic links and special files.
     """
-    directory = os.path.dirname(os.path.abspath(path))
+    if is_special_file(path):
+        with open(path, "wb") as stream:
+            yield stream
+        return
+    path = os.path.realpath(path)
+    directory = os.path.dirname(path)
     fd, temp_path = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=suffix)
     try:
         with os.fdopen(fd, "wb") as stream:
@@ -27,6 +58,14 @@ def atomic_file(path: str, suffix: str = ".part") -> Iterator[BinaryIO]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp_path)
         raise
+
+
+def describe_os_error(error: OSError, path: str) -> str:
+    """One line for a failed read or write: ``PATH: no space left on device``."""
+    where = error.filename or path
+    if error.errno == errno.ENOSPC:
+        return f"{where}: no space left on device (temporary files removed)"
+    return f"{where}: {(error.strerror or str(error)).lower()}"
 
 
 def _umask() -> int:

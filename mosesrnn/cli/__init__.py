@@ -23,9 +23,10 @@ def main() -> None:
 
     \b
     Typical use:
-      mosesrnn vocab phrase-table.gz -o vocab/
-      mosesrnn score phrase-table.gz --vocab vocab/ -o scored.gz
-      mosesrnn moses-ini moses.ini --table scored.gz --add 1 -o moses.rnn.ini
+      mosesrnn train phrase-table.gz -o model/ --max-time 2h
+      mosesrnn score phrase-table.gz -m model/best.pt -o scored.gz
+      mosesrnn moses-ini moses.ini --table $PWD/scored.gz -o moses.rnn.ini
+      mosesrnn mert-moses dev.src dev.ref moses.rnn.ini --work-dir tune/
 
     Logs go to stderr, data to stdout or the -o file. Gzip (.gz) is read and written
     transparently; '-' means stdin/stdout.

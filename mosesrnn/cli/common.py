@@ -1,13 +1,16 @@
 """What the commands share: option types, logging to stderr, and library errors as clean CLI errors."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
+import signal
 import sys
+from typing import Iterator
 
 import click
 
-__all__ = ["TABLE", "ENCODING", "QUIET", "setup_logging", "fail", "parse_duration", "duration"]
+__all__ = ["TABLE", "ENCODING", "QUIET", "setup_logging", "fail", "stop_on_sigterm", "parse_duration", "duration"]
 
 TABLE = click.Path(dir_okay=False, allow_dash=True)
 ENCODING = click.option(
@@ -18,9 +21,27 @@ QUIET = click.option("--quiet", "-q", is_flag=True, help="No progress bar or log
 
 
 def setup_logging(quiet: bool) -> None:
-    """Log ``mosesrnn: ...`` lines to stderr (warnings and errors only when ``quiet``)."""
-    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO,
-                        format="mosesrnn: %(message)s", stream=sys.stderr, force=True)
+    """Log ``mosesrnn: ...`` lines to stderr (warnings and errors only when ``quiet``).
+
+    Only our own loggers speak at INFO level; libraries (matplotlib's font cache...) only warn.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("mosesrnn: %(message)s"))
+    for name in ("mosesrnn", "moses_integration"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(logging.WARNING if quiet else logging.INFO)
+        logger.propagate = False
+
+
+@contextlib.contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """Treat SIGTERM (a scheduler's preemption, ``kill``) like Ctrl-C inside the block."""
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def fail(error: Exception) -> click.ClickException:

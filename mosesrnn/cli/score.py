@@ -9,11 +9,13 @@ from ..devices import resolve_device
 from ..direction import DIRECTIONS
 from ..features.registry import FEATURES, FeatureOptions, build_features, default_features, parse_feature_names
 from ..features.unk import UNK_SIDES
+from ..files import describe_os_error
 from ..formats.phrase_table import PhraseTableError
-from ..pipeline.score import score_table
+from ..pipeline.score import ScoreInterrupted, score_table
 from ..pipeline.shards import ShardSpec
+from ..pipeline.table_checks import table_warnings
 from ..progress import ProgressBar
-from .common import ENCODING, QUIET, TABLE, fail, setup_logging
+from .common import ENCODING, QUIET, TABLE, fail, setup_logging, stop_on_sigterm
 
 log = logging.getLogger("mosesrnn")
 
@@ -51,17 +53,24 @@ log = logging.getLogger("mosesrnn")
               help="Continue a killed run of the same command from its last checkpoint.")
 @click.option("--checkpoint-every", default=25, show_default=True, type=click.IntRange(1),
               help="Chunks between checkpoints (each ends a gzip member and records progress).")
+@click.option("--checkpoint-minutes", default=5.0, show_default=True, type=click.FloatRange(0, min_open=True),
+              help="Also checkpoint after the first chunk that ends this long after the last checkpoint.")
 @click.option("--chunk-lines", default=20000, show_default=True, type=click.IntRange(1),
               help="Lines read, scored and written per chunk.")
 @ENCODING
 @QUIET
 def score(table, output, model_path, vocab_dir, features, unk_side, direction, length_normalize, device,
-          dtype, batch_tokens, threads, shard_text, resume, checkpoint_every, chunk_lines, encoding, quiet):
+          dtype, batch_tokens, threads, shard_text, resume, checkpoint_every, checkpoint_minutes, chunk_lines,
+          encoding, quiet):
     """Append feature columns to every line of a phrase table.
 
     The values go at the end of the third (scores) field, where Moses reads dense features;
     every other field is copied byte for byte, and the output has the input's lines in the
     input's order. Remember to raise num-features in moses.ini (`mosesrnn moses-ini`).
+
+    Ctrl-C (or SIGTERM, e.g. a preempted Slurm job) writes what is done, checkpoints and exits
+    with status 130; the same command with --resume continues from there. A crash or kill -9
+    continues from the last checkpoint (see --checkpoint-every, --checkpoint-minutes).
 
     \b
     Example:
@@ -86,12 +95,22 @@ def score(table, output, model_path, vocab_dir, features, unk_side, direction, l
                                  device=resolve_device(device), dtype=dtype, batch_tokens=batch_tokens,
                                  length_normalize=length_normalize)
         columns = build_features(names, options)
-        with ProgressBar("scoring", quiet=quiet) as bar:
+        if table != "-":
+            for warning in table_warnings(table, encoding, options.trained_model("rnn") if model_path else None):
+                log.warning("warning: %s", warning)
+        with ProgressBar("scoring", quiet=quiet) as bar, stop_on_sigterm():
+            if table != "-" and shard.count == 1:
+                bar.count_lines_in_background(table)
             summary = score_table(table, output, columns, encoding=encoding, chunk_lines=chunk_lines,
                                   shard=shard, resume=resume, checkpoint_every=checkpoint_every,
-                                  progress=bar.update_position)
-    except (PhraseTableError, FileNotFoundError, ValueError) as error:
+                                  checkpoint_seconds=60 * checkpoint_minutes, progress=bar.update_position)
+    except ScoreInterrupted as stop:
+        click.echo(f"mosesrnn: {stop}", err=True)
+        raise SystemExit(130) from None
+    except (PhraseTableError, ValueError) as error:
         raise fail(error) from None
+    except OSError as error:
+        raise fail(describe_os_error(error, output)) from None
     log.info("scored %d lines (%d-%d) in %.1f s (%.0f lines/s); signature: %s", summary.lines,
              summary.first_line, summary.end_line - 1, summary.seconds, summary.lines_per_second,
              summary.signature)

@@ -1,6 +1,8 @@
 """``mosesrnn train``: the RNN Encoder-Decoder on a phrase table's unique pairs, or on a corpus."""
 from __future__ import annotations
 
+import math
+
 import click
 
 from ..direction import DIRECTIONS, SOURCE_TO_TARGET
@@ -91,7 +93,11 @@ def train(table, corpus, output_dir, preset, direction, vocab_dir, vocab_size, m
         result = run_training(config)
     except (PhraseTableError, ValueError, FileNotFoundError) as error:
         raise fail(error) from None
-    click.echo(f"{result.best_path}: validation perplexity {result.best_valid_ppl:.2f} per token "
-               f"(unigram {result.unigram_ppl:.2f}), {result.updates} updates, {result.stop_reason}")
+    if math.isinf(result.best_valid_ppl):
+        click.echo(f"{result.best_path}: not validated yet ({result.updates} updates, {result.stop_reason}); "
+                   f"the same command continues the run")
+    else:
+        click.echo(f"{result.best_path}: validation perplexity {result.best_valid_ppl:.2f} per token "
+                   f"(unigram {result.unigram_ppl:.2f}), {result.updates} updates, {result.stop_reason}")
     if result.stop_reason == "interrupted":
         raise SystemExit(130)

@@ -13,7 +13,7 @@ from typing import BinaryIO, Iterator
 
 from isal import igzip_threaded
 
-__all__ = ["GZIP_MAGIC", "is_gzip_name", "decompressed", "open_input", "compressed"]
+__all__ = ["GZIP_MAGIC", "is_gzip_name", "decompressed", "open_input", "compressed", "count_lines"]
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -55,3 +55,13 @@ def compressed(raw: BinaryIO, path: str) -> Iterator[BinaryIO]:
             yield stream
     else:
         yield raw
+
+
+def count_lines(path: str, block_size: int = 1 << 22) -> int:
+    """Number of lines of a (gzipped) text file; a last line without newline counts."""
+    with open_input(path) as stream:
+        lines, last = 0, b"\n"
+        while block := stream.read(block_size):
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines + (last != b"\n")

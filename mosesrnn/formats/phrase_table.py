@@ -20,7 +20,8 @@ from ..files import atomic_file
 from .compressed import compressed, decompressed
 
 __all__ = [
-    "PhraseTableError", "PhraseEntry", "parse_line", "format_line", "table_value", "read_entries",
+    "PhraseTableError", "PhraseEntry", "parse_line", "format_line", "MAX_TABLE_EXPONENT", "table_value",
+    "read_entries",
     "count_scores", "TableReader", "atomic_output",
 ]
 
@@ -74,11 +75,25 @@ def parse_line(line: str, path: str, line_no: int, expected_scores: int | None =
         raise PhraseTableError(path, line_no, "empty source phrase")
     if not fields[1].strip():
         raise PhraseTableError(path, line_no, "empty target phrase")
-    scores = _parse_scores(fields[2], path, line_no)
+    try:
+        scores = _parse_scores(fields[2], path, line_no)
+    except PhraseTableError as error:
+        glued = next((i for i, field in enumerate(fields[3:], start=4) if _is_scores(field)), None)
+        if glued is None:
+            raise
+        raise PhraseTableError(path, line_no, f"field 3 {fields[2].strip()!r} is not the scores, but field "
+                               f"{glued} is: a phrase holds a '|||' glued to a word") from error
     if expected_scores is not None and len(scores) != expected_scores:
         raise PhraseTableError(
             path, line_no, f"{len(scores)} scores, but the first line has {expected_scores}")
     return PhraseEntry(line_no, fields, scores, line[len(body):])
+
+
+def _is_scores(field: str) -> bool:
+    try:
+        return bool(field.split()) and all(math.isfinite(float(token)) for token in field.split())
+    except ValueError:
+        return False
 
 
 def _parse_scores(field: str, path: str, line_no: int) -> tuple[float, ...]:
@@ -99,6 +114,10 @@ def _parse_scores(field: str, path: str, line_no: int) -> tuple[float, ...]:
     return tuple(scores)
 
 
+#: The largest value a phrase table can carry as ``e^v`` (e^709.78 is the largest double).
+MAX_TABLE_EXPONENT = 709.0
+
+
 def table_value(value: float, digits: int | None = None) -> str:
     """Format ``e^value``, the way a phrase table holds a feature Moses should see as ``value``.
 
@@ -106,8 +125,10 @@ def table_value(value: float, digits: int | None = None) -> str:
     back ``value``. ``digits=None`` writes the shortest exact representation of the double (for
     integer counts, which Moses must see exactly); otherwise ``digits`` significant digits.
     Values below ``e^-745`` underflow to ``0``, which Moses floors to -100 like any value below
-    ``e^-100``.
+    ``e^-100``; values above :data:`MAX_TABLE_EXPONENT` (a line with over 709 unknown words) are
+    written as ``e^709``, so Moses sees 709.
     """
+    value = min(value, MAX_TABLE_EXPONENT)
     return _exact_exp(value) if digits is None else f"{math.exp(value):.{digits}g}"
 
 

@@ -83,9 +83,11 @@ def load_trained_model(path: str, map_location="cpu") -> TrainedModel:
     """Load a model file of any known format version; raises ValueError if it isn't one."""
     try:
         checkpoint = torch.load(path, map_location=map_location, weights_only=True)
-    except pickle.UnpicklingError as e:
-        raise ValueError(f"{path}: not a mosesrnn model file, or holds objects that are unsafe "
-                         f"to load: {e}") from e
+    except pickle.UnpicklingError:
+        # torch's own message suggests weights_only=False, which would run the file's code.
+        raise ValueError(f"{path}: not a mosesrnn model file: it holds Python objects beyond tensors and "
+                         f"plain values, and loading those would run code from the file (do not load it "
+                         f"with weights_only=False unless you trust whoever made it)") from None
     if not isinstance(checkpoint, dict) or "format_version" not in checkpoint:
         raise ValueError(f"{path}: not a mosesrnn model file")
     version = checkpoint["format_version"]

@@ -15,14 +15,15 @@ import contextlib
 import json
 import logging
 import os
+import sys
 from typing import BinaryIO
 
 from isal import isal_zlib
 
-from ..files import atomic_file
+from ..files import atomic_file, is_special_file
 from ..formats.compressed import is_gzip_name
 
-__all__ = ["ResumeError", "ResumableOutput", "StreamOutput"]
+__all__ = ["ResumeError", "ResumableOutput", "StreamOutput", "open_output"]
 
 log = logging.getLogger(__name__)
 _GZIP_WBITS = 16 + 15  # a gzip header and trailer; zlib writes mtime 0, so members are reproducible
@@ -41,6 +42,7 @@ class ResumableOutput:
     """
 
     def __init__(self, path: str, key: dict, resume: bool = False):
+        path = os.path.realpath(path)  # a symbolic link is followed: its target is replaced, the link stays
         self.path, self.key = path, key
         self.part_path, self.progress_path = path + ".part", path + ".progress.json"
         if not resume:  # a stale record must never be resumed over this run's bytes
@@ -107,7 +109,8 @@ class ResumableOutput:
 
     def abandon(self, keep: bool) -> None:
         """Close after a failure; ``keep=False`` also removes the part and the progress record."""
-        self._raw.close()
+        with contextlib.suppress(OSError):  # a full disk fails the last flush too
+            self._raw.close()
         if not keep:
             for path in (self.part_path, self.progress_path):
                 with contextlib.suppress(FileNotFoundError):
@@ -115,12 +118,13 @@ class ResumableOutput:
 
 
 class StreamOutput:
-    """The same interface over an open stream (stdout): no checkpoints, nothing to rename."""
+    """The same interface over an open stream (stdout, a device, a FIFO): no checkpoints, nothing
+    to rename; with ``close`` the stream is closed when done."""
 
     state = None
 
-    def __init__(self, stream: BinaryIO):
-        self._stream = stream
+    def __init__(self, stream: BinaryIO, close: bool = False):
+        self._stream, self._close = stream, close
 
     def write(self, data: bytes) -> None:
         """Write ``data`` as is."""
@@ -130,9 +134,26 @@ class StreamOutput:
         """Nothing to record for a stream."""
 
     def finish(self) -> int:
-        """Flush the stream; the size is unknown (0)."""
+        """Flush (and maybe close) the stream; the size is unknown (0)."""
         self._stream.flush()
+        if self._close:
+            self._stream.close()
         return 0
 
     def abandon(self, keep: bool) -> None:
-        """Nothing to clean up."""
+        """Close the stream if it is ours; nothing else to clean up."""
+        if self._close:
+            with contextlib.suppress(OSError):
+                self._stream.close()
+
+
+def open_output(path: str, key: dict, resume: bool) -> ResumableOutput | StreamOutput:
+    """Where a scoring run writes: stdout for ``-``, a device or FIFO directly (nothing to
+    resume or rename), else a resumable ``.part`` file beside the output (see the module docstring)."""
+    if path == "-":
+        return StreamOutput(sys.stdout.buffer)
+    if is_special_file(path):
+        if resume:
+            raise ValueError(f"--resume needs a regular output file, not {path}")
+        return StreamOutput(open(path, "wb"), close=True)
+    return ResumableOutput(path, key, resume)

@@ -1,34 +1,33 @@
 """Stream a phrase table through feature columns and write the extended table.
 
-Reading (with gzip on its own thread), computing and writing run side by side: a reader thread
-cuts the table into chunks, the calling thread computes the feature columns of a chunk, and a
-writer thread formats and compresses the previous one. Lines come out in input order, one for
-one; the output appears only when the whole table (or shard, see :mod:`mosesrnn.pipeline.shards`) has been
-written, and a killed run can be resumed from its last checkpoint (see :mod:`mosesrnn.pipeline.checkpoint`).
+Reading (with gzip on its own thread), computing and writing run side by side (see
+:mod:`mosesrnn.pipeline.streams`). Lines come out in input order, one for one; the output appears
+only when the whole table (or shard, see :mod:`mosesrnn.pipeline.shards`) has been written. A
+checkpoint is taken every ``checkpoint_every`` chunks and every ``checkpoint_seconds``, and when
+the run is interrupted (Ctrl-C, SIGTERM), so a stopped or killed run continues from there with
+``--resume`` (see :mod:`mosesrnn.pipeline.checkpoint`).
 """
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import os
-import queue
-import sys
-import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from .. import __version__
 from ..features.registry import Feature, describe
-from ..formats.phrase_table import PhraseEntry, PhraseTableError, atomic_output, format_line, table_value
-from .checkpoint import ResumableOutput, StreamOutput
-from .shards import ShardSpec, TableSlice, count_lines
+from ..files import check_not_input, is_special_file
+from ..formats.compressed import count_lines
+from ..formats.phrase_table import MAX_TABLE_EXPONENT, PhraseTableError, atomic_output
+from .checkpoint import ResumableOutput, StreamOutput, open_output
+from .shards import ShardSpec, TableSlice
+from .streams import ChunkWriter, chunked, prefetch
 
-__all__ = ["ScoreSummary", "score_table", "signature", "chunked", "prefetch"]
+__all__ = ["ScoreSummary", "ScoreInterrupted", "score_table", "signature"]
 
 log = logging.getLogger(__name__)
-_DONE = object()
 
 
 @dataclass(frozen=True)
@@ -54,104 +53,34 @@ def signature(features: Sequence[Feature], encoding: str) -> str:
     return f"mosesrnn:{__version__}|features:{columns}|encoding:{encoding}"
 
 
-def chunked(entries: Iterable[PhraseEntry], size: int) -> Iterator[list[PhraseEntry]]:
-    """Cut a stream of entries into lists of ``size`` entries (the last may be shorter)."""
-    iterator = iter(entries)
-    while chunk := list(itertools.islice(iterator, size)):
-        yield chunk
+class ScoreInterrupted(Exception):
+    """The run was stopped (Ctrl-C, SIGTERM) after a checkpoint at ``next_line``; ``--resume`` continues it."""
 
-
-def prefetch(items: Iterable, depth: int = 4) -> Iterator:
-    """Produce ``items`` on a background thread, up to ``depth`` ahead; re-raise its errors here."""
-    buffer: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def produce() -> None:
-        try:
-            for item in items:
-                if stop.is_set():
-                    return
-                buffer.put(item)
-            buffer.put(_DONE)
-        except BaseException as error:  # handed to the consumer, raised there
-            buffer.put(error)
-
-    thread = threading.Thread(target=produce, name="mosesrnn-reader", daemon=True)
-    thread.start()
-    try:
-        while (item := buffer.get()) is not _DONE:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        while thread.is_alive():  # unblock a producer waiting on a full queue
-            try:
-                buffer.get_nowait()
-            except queue.Empty:
-                thread.join(0.01)
-
-
-class _Writer:
-    """Formats and writes chunks on a background thread, in the order they are handed in.
-
-    Column j's values are written as phrase-table values ``e^v`` with ``digits[j]`` significant
-    digits (None: exactly). A chunk handed in with a ``checkpoint`` state is followed by
-    ``output.checkpoint(state)``.
-    """
-
-    def __init__(self, output: ResumableOutput | StreamOutput, digits: Sequence[int | None], depth: int = 4):
-        self._output, self._digits, self._queue = output, tuple(digits), queue.Queue(maxsize=depth)
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="mosesrnn-writer", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while (item := self._queue.get()) is not _DONE:
-            if self._error is not None:
-                continue  # drain after a failure so that put() never blocks
-            entries, columns, checkpoint = item
-            try:
-                texts = [[table_value(value, digits) for value in column]
-                         for column, digits in zip(columns, self._digits)]
-                text = "".join(format_line(entry, values) for entry, values in zip(entries, zip(*texts)))
-                self._output.write(text.encode("utf-8"))
-                if checkpoint is not None:
-                    self._output.checkpoint(checkpoint)
-            except BaseException as error:
-                self._error = error
-
-    def put(self, entries: list[PhraseEntry], columns: list[list[float]],
-            checkpoint: dict | None = None) -> None:
-        """Queue one chunk, its columns (one list of values per feature) and maybe a checkpoint."""
-        self._check()
-        self._queue.put((entries, columns, checkpoint))
-
-    def close(self) -> None:
-        """Wait until everything queued is written."""
-        self._queue.put(_DONE)
-        self._thread.join()
-        self._check()
-
-    def _check(self) -> None:
-        if self._error is not None:
-            raise self._error
+    def __init__(self, output_path: str, next_line: int | None, lines: int):
+        if next_line is None:
+            where = "the output is not a regular file, so there is nothing to resume"
+        else:
+            where = (f"{lines:,} lines done and kept in {output_path}.part; run the same command with "
+                     f"--resume to continue at line {next_line}")
+        super().__init__(f"interrupted: {where}")
+        self.next_line, self.lines = next_line, lines
 
 
 def score_table(input_path: str, output_path: str, features: Sequence[Feature], *,
                 encoding: str = "utf-8", chunk_lines: int = 20000, shard: ShardSpec = ShardSpec(),
-                resume: bool = False, checkpoint_every: int = 25,
+                resume: bool = False, checkpoint_every: int = 25, checkpoint_seconds: float = 300.0,
                 progress: Callable[[int, int, int | None], None] | None = None) -> ScoreSummary:
     """Append the ``features`` columns, in order, to every line of a phrase table (or one shard).
 
-    The output is written as ``OUTPUT.part`` with a checkpoint every ``checkpoint_every`` chunks
-    (see :mod:`mosesrnn.pipeline.checkpoint`) and renamed when complete; ``resume`` continues a killed run
-    of the same command (same input, shard, chunking and signature, which holds every setting
-    that changes a value, down to batch size and device). ``progress(lines, bytes_read, bytes_total)`` is
-    called after each chunk. A JSON sidecar ``OUTPUT.json`` records the signature and the line
-    range (not for stdout). Raises :class:`~mosesrnn.formats.phrase_table.PhraseTableError` on bad input
-    (leaving no output behind) and :class:`~mosesrnn.pipeline.checkpoint.ResumeError` for a resume that
-    does not match.
+    The output is written as ``OUTPUT.part``, checkpointed (see the module docstring) and renamed
+    when complete; ``resume`` continues a stopped run of the same command (same input, shard,
+    chunking and signature, which holds every setting that changes a value, down to batch size
+    and device). ``-`` is stdout; a device or FIFO is written directly. ``progress(lines,
+    bytes_read, bytes_total)`` is called after each chunk. A JSON sidecar ``OUTPUT.json`` records
+    the signature and the line range (regular files only). Raises
+    :class:`~mosesrnn.formats.phrase_table.PhraseTableError` on bad input and OSError when
+    writing fails (leaving no output behind), :class:`ScoreInterrupted` when stopped, and
+    :class:`~mosesrnn.pipeline.checkpoint.ResumeError` for a resume that does not match.
     """
     if not features:
         raise ValueError("no feature to compute")
@@ -159,27 +88,36 @@ def score_table(input_path: str, output_path: str, features: Sequence[Feature], 
         raise FileNotFoundError(f"{input_path}: no such file")
     if "-" in (input_path, output_path) and (resume or shard.count > 1):
         raise ValueError("--resume and --shard need a file, not stdin/stdout")
+    check_not_input(output_path, input_path)
     sign = signature(features, encoding)
-    log.info("signature: %s", sign)
     total = count_lines(input_path) if shard.count > 1 else None
     nominal = shard.nominal_range(total) if total is not None else (1, None)
     key = _run_key(input_path, sign, shard, chunk_lines, checkpoint_every)
-    output = (StreamOutput(sys.stdout.buffer) if output_path == "-"
-              else ResumableOutput(output_path, key, resume))
+    output = open_output(output_path, key, resume)
     state = output.state or {}
     if state:
         log.info("resuming at line %d (%d lines done)", state["next_line"], state["lines"])
     table = TableSlice(input_path, encoding, *nominal, resume_line=state.get("next_line"))
     started = time.perf_counter()
     try:
-        lines = _score_chunks(table, output, features, chunk_lines, checkpoint_every, state, progress)
+        lines, capped = _score_chunks(table, output, features, chunk_lines,
+                                      _Schedule(checkpoint_every, checkpoint_seconds), state, progress)
+        size = output.finish()
+    except ScoreInterrupted as stop:
+        output.abandon(keep=True)
+        next_line = stop.next_line or state.get("next_line", 1) if isinstance(output, ResumableOutput) else None
+        raise ScoreInterrupted(output_path, next_line, stop.lines) from None
     except BaseException as error:
-        output.abandon(keep=not isinstance(error, PhraseTableError))
+        # Bad input or a failed write (disk full) leaves nothing; a crash keeps the checkpoints.
+        output.abandon(keep=not isinstance(error, (PhraseTableError, OSError)))
         raise
-    size = output.finish()
+    if capped:
+        log.warning("%d values above %g (lines with more than %d unknown words) were written as e^%g: "
+                    "Moses sees %g", capped, MAX_TABLE_EXPONENT, MAX_TABLE_EXPONENT, MAX_TABLE_EXPONENT,
+                    MAX_TABLE_EXPONENT)
     summary = ScoreSummary(lines, time.perf_counter() - started, sign,
                            state.get("first_line") or table.first_line, table.end_line)
-    if output_path != "-":
+    if output_path != "-" and not is_special_file(output_path):
         _write_sidecar(output_path, key, features, summary, shard, total, size)
     return summary
 
@@ -193,24 +131,45 @@ def _run_key(input_path: str, sign: str, shard: ShardSpec, chunk_lines: int, che
             "shard": str(shard), "chunk_lines": chunk_lines, "checkpoint_every": checkpoint_every}
 
 
-def _score_chunks(table: TableSlice, output, features: Sequence[Feature], chunk_lines: int,
-                  checkpoint_every: int, state: dict, progress) -> int:
-    """Compute and write the chunks of ``table``; returns the lines done (resumed ones included)."""
-    lines = state.get("lines", 0)
-    writer = _Writer(output, [feature.spec.table_digits for feature in features])
+class _Schedule:
+    """When to checkpoint: after every ``every``-th chunk, and after a chunk ``seconds`` after the last."""
+
+    def __init__(self, every: int, seconds: float):
+        self.every, self.seconds, self._last = every, seconds, time.monotonic()
+
+    def due(self, chunk_number: int) -> bool:
+        """Whether a checkpoint follows this chunk."""
+        if chunk_number % self.every and time.monotonic() - self._last < self.seconds:
+            return False
+        self._last = time.monotonic()
+        return True
+
+
+def _score_chunks(table: TableSlice, output: ResumableOutput | StreamOutput, features: Sequence[Feature],
+                  chunk_lines: int, schedule: _Schedule, state: dict, progress) -> tuple[int, int]:
+    """Compute and write the chunks of ``table``; returns (lines done, resumed ones included; values capped).
+
+    On Ctrl-C the chunks already computed are written and checkpointed, then ScoreInterrupted is raised.
+    """
+    lines, done = state.get("lines", 0), None
+    writer = ChunkWriter(output, [feature.spec.table_digits for feature in features])
     try:
         for number, chunk in enumerate(prefetch(chunked(table, chunk_lines)), start=1):
-            lines += len(chunk)
-            checkpoint = None
-            if number % checkpoint_every == 0:
-                checkpoint = {"next_line": chunk[-1].line_no + 1, "lines": lines,
-                              "first_line": state.get("first_line") or table.first_line}
-            writer.put(chunk, [feature.values(chunk) for feature in features], checkpoint)
+            columns = [feature.values(chunk) for feature in features]
+            after = {"next_line": chunk[-1].line_no + 1, "lines": lines + len(chunk),
+                     "first_line": state.get("first_line") or table.first_line}
+            writer.put(chunk, columns, after if schedule.due(number) else None)
+            lines, done = after["lines"], after
             if progress:
                 progress(lines, table.reader.position(), table.reader.size)
+    except KeyboardInterrupt:
+        writer.close()
+        if done is not None:
+            output.checkpoint(done)
+        raise ScoreInterrupted("", done and done["next_line"], lines) from None
     finally:
         writer.close()
-    return lines
+    return lines, writer.capped
 
 
 def _write_sidecar(output_path: str, key: dict, features: Sequence[Feature], summary: ScoreSummary,

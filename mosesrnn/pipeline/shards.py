@@ -18,10 +18,9 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from ..formats.compressed import open_input
 from ..formats.phrase_table import PhraseEntry, TableReader
 
-__all__ = ["ShardSpec", "count_lines", "TableSlice"]
+__all__ = ["ShardSpec", "TableSlice"]
 
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
 
@@ -52,16 +51,6 @@ class ShardSpec:
         """The 1-based line numbers [start, stop) before moving both to boundaries."""
         return (total_lines * (self.index - 1) // self.count + 1,
                 total_lines * self.index // self.count + 1)
-
-
-def count_lines(path: str, block_size: int = 1 << 22) -> int:
-    """Number of lines of a (gzipped) text file; a last line without newline counts."""
-    with open_input(path) as stream:
-        lines, last = 0, b"\n"
-        while block := stream.read(block_size):
-            lines += block.count(b"\n")
-            last = block[-1:]
-    return lines + (last != b"\n")
 
 
 class TableSlice:

@@ -178,7 +178,7 @@ def _finish(collector: _Collector, tokenizers: tuple[Tokenizer, Tokenizer], voca
     held_out = split_share(np.frombuffer(collector.hashes, dtype=np.uint64), valid_share, valid_size)
     coverage = tuple(float(np.mean(ids != UNK_ID)) for ids in (src_ids, trg_ids))
     return TrainingData(pairs.subset(~held_out), pairs.subset(held_out), VocabularyPair(src_vocab, trg_vocab),
-                        tokenizers,                         description, collector.dropped, coverage)
+                        tokenizers, description, collector.dropped, coverage)
 
 
 def split_share(hashes: np.ndarray, valid_share: float | None, valid_size: int | None) -> np.ndarray:

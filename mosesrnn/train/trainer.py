@@ -32,6 +32,7 @@ from tqdm import tqdm
 from ..devices import resolve_device
 from ..direction import SOURCE_TO_TARGET, orient
 from ..files import atomic_file
+from ..formats.phrase_table import count_scores
 from ..models.config import EOS_ID, PAD_ID, model_config, preset_shortlist
 from ..models.encdec import EncoderDecoder, build_model
 from ..models.model_file import load_trained_model, save_trained_model
@@ -207,6 +208,7 @@ class _Run:
         if state:
             self.optimizer.load_state_dict(state["optimizer"])
             _set_rng_state(state["rng"])
+        self.table_scores = count_scores(config.table, config.encoding) if config.table else None
         self.updates, self.pairs = state.get("updates", 0), state.get("pairs", 0)
         self.seconds = state.get("seconds", 0.0)
         self.best_nll, self.best_ppl = state.get("best_nll", math.inf), state.get("best_ppl", math.inf)
@@ -255,7 +257,8 @@ class _Run:
                 "unigram_ppl": self.unigram_ppl, "data": self.data.description, "loss": LOSS_DEFINITION,
                 "train_pairs": len(self.data.train), "valid_pairs": len(self.data.valid),
                 "batch_size": self.config.batch_size, "seed": self.config.seed,
-                "training_seconds": round(self.seconds, 1)}
+                "training_seconds": round(self.seconds, 1), "coverage": list(self.data.coverage),
+                "table_scores": self.table_scores}
 
     def validate(self) -> None:
         """Score the held-out pairs, log, save last.pt (and best.pt if better) and the state."""
@@ -276,6 +279,9 @@ class _Run:
                             train_nll=train_nll, valid_nll=valid_nll, valid_ppl=valid_ppl,
                             unigram_ppl=self.unigram_ppl, best=improved, seconds=round(self.seconds, 1),
                             valid_seconds=round(time.monotonic() - started, 1))
+        log.info("update %d (epoch %d, %.0f s): train NLL %.3f per pair; validation NLL %.3f, perplexity %.2f "
+                 "per token (unigram %.2f)%s", self.updates, self.shuffler.epoch, self.seconds, train_nll,
+                 valid_nll, valid_ppl, self.unigram_ppl, ", best so far" if improved else "")
         self.save()
 
     def save(self) -> None:
@@ -399,6 +405,8 @@ def _finish(run: _Run, should_stop) -> TrainResult:
             run.validate()  # so that best.pt and the log reflect the end of the run
         else:
             run.save()  # interrupted: the state as it is, to resume exactly
+            if not os.path.exists(run.path(BEST)):  # stopped before the first validation: still a usable model
+                save_trained_model(run.path(BEST), run.model, run.data.text, run.config.direction, run.info(None))
     speed = (run.pairs - pairs_before) / max(run.seconds - seconds_before, 1e-9)
     run.log.write("end", reason=reason, update=run.updates, pairs_per_second=speed)
     log.info("stopped (%s) after %d updates, epoch %d: best validation NLL %.3f per pair, perplexity %.2f "

@@ -1,0 +1,106 @@
+"""The threads of the streaming scorer: chunks read ahead on one thread, written on another.
+
+Reading (gzip included) and writing (formatting and compression) run beside the computation, so
+the model never waits on a file.
+"""
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from typing import Iterable, Iterator, Sequence
+
+from ..formats.phrase_table import MAX_TABLE_EXPONENT, PhraseEntry, format_line, table_value
+from .checkpoint import ResumableOutput, StreamOutput
+
+__all__ = ["chunked", "prefetch", "ChunkWriter"]
+
+_DONE = object()
+
+
+def chunked(entries: Iterable[PhraseEntry], size: int) -> Iterator[list[PhraseEntry]]:
+    """Cut a stream of entries into lists of ``size`` entries (the last may be shorter)."""
+    iterator = iter(entries)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+def prefetch(items: Iterable, depth: int = 4) -> Iterator:
+    """Produce ``items`` on a background thread, up to ``depth`` ahead; re-raise its errors here."""
+    buffer: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if stop.is_set():
+                    return
+                buffer.put(item)
+            buffer.put(_DONE)
+        except BaseException as error:  # handed to the consumer, raised there
+            buffer.put(error)
+
+    thread = threading.Thread(target=produce, name="mosesrnn-reader", daemon=True)
+    thread.start()
+    try:
+        while (item := buffer.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():  # unblock a producer waiting on a full queue
+            try:
+                buffer.get_nowait()
+            except queue.Empty:
+                thread.join(0.01)
+
+
+class ChunkWriter:
+    """Formats and writes chunks on a background thread, in the order they are handed in.
+
+    Column j's values are written as phrase-table values ``e^v`` with ``digits[j]`` significant
+    digits (None: exactly); values above :data:`MAX_TABLE_EXPONENT` are written as
+    ``e^MAX_TABLE_EXPONENT`` and counted in ``capped``. A chunk handed in with a ``checkpoint``
+    state is followed by ``output.checkpoint(state)``.
+    """
+
+    def __init__(self, output: ResumableOutput | StreamOutput, digits: Sequence[int | None], depth: int = 4):
+        self._output, self._digits, self._queue = output, tuple(digits), queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self.capped = 0
+        self._thread = threading.Thread(target=self._run, name="mosesrnn-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not _DONE:
+            if self._error is not None:
+                continue  # drain after a failure so that put() never blocks
+            entries, columns, checkpoint = item
+            try:
+                self.capped += sum(value > MAX_TABLE_EXPONENT for column in columns for value in column)
+                texts = [[table_value(value, digits) for value in column]
+                         for column, digits in zip(columns, self._digits)]
+                text = "".join(format_line(entry, values) for entry, values in zip(entries, zip(*texts)))
+                self._output.write(text.encode("utf-8"))
+                if checkpoint is not None:
+                    self._output.checkpoint(checkpoint)
+            except BaseException as error:
+                self._error = error
+
+    def put(self, entries: list[PhraseEntry], columns: list[list[float]],
+            checkpoint: dict | None = None) -> None:
+        """Queue one chunk, its columns (one list of values per feature) and maybe a checkpoint."""
+        self._check()
+        self._queue.put((entries, columns, checkpoint))
+
+    def close(self) -> None:
+        """Wait until everything queued is written; raise the writing thread's error, if any."""
+        if self._thread.is_alive():
+            self._queue.put(_DONE)
+            self._thread.join()
+        self._check()
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
