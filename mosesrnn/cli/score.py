@@ -5,10 +5,6 @@ import logging
 
 import click
 
-from ..devices import resolve_device
-from ..direction import DIRECTIONS
-from ..features.registry import FEATURES, FeatureOptions, build_features, default_features, parse_feature_names
-from ..features.unk import UNK_SIDES
 from ..files import describe_os_error
 from ..formats.phrase_table import PhraseTableError
 from ..pipeline.score import ScoreInterrupted, score_table
@@ -16,6 +12,7 @@ from ..pipeline.shards import ShardSpec
 from ..pipeline.table_checks import table_warnings
 from ..progress import ProgressBar
 from .common import ENCODING, QUIET, TABLE, fail, setup_logging, stop_on_sigterm
+from .features import feature_options
 
 log = logging.getLogger("mosesrnn")
 
@@ -25,27 +22,7 @@ log = logging.getLogger("mosesrnn")
 @click.option("-o", "--output", required=True, type=TABLE,
               help="The scored table ('-' for stdout). Written as OUTPUT.part and renamed when "
                    "complete; a JSON signature and line range go next to it as OUTPUT.json.")
-@click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False, exists=True),
-              help="A model file from `mosesrnn train` (for the rnn feature; its shortlists serve unk).")
-@click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False, exists=True),
-              help="Directory with the shortlists from `mosesrnn vocab` (for unk without -m).")
-@click.option("--features", help="Comma-separated feature columns to append, in this order [default: "
-              f"{','.join(default_features(True))} with -m, else {','.join(default_features(False))}]. "
-              + "; ".join(f"{name}: {spec.summary}" for name, spec in FEATURES.items())
-              + ". Each column holds e^v, so that Moses' ln() sees the value v.")
-@click.option("--unk-side", type=click.Choice(UNK_SIDES), default="both", show_default=True,
-              help="Which words the unk feature counts.")
-@click.option("--direction", type=click.Choice(DIRECTIONS),
-              help="Score p(target | source) (source-to-target) or p(source | target); must match the "
-                   "model [default: the model's].")
-@click.option("--length-normalize", is_flag=True,
-              help="Divide log p by the predicted tokens (words + EOS); off, as in the paper.")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
-@click.option("--dtype", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
-              help="bf16 autocast for the matmuls (fast on GPUs and CPUs with AMX; slow elsewhere).")
-@click.option("--batch-tokens", default=4096, show_default=True, type=click.IntRange(1),
-              help="Target tokens (rows x longest length) per decoder batch.")
-@click.option("--threads", type=click.IntRange(1), help="CPU threads for torch (default: torch's choice).")
+@feature_options("Each column holds e^v, so that Moses' ln() sees the value v.")
 @click.option("--shard", "shard_text", default="1/1", show_default=True, metavar="I/N",
               help="Score only the I-th of N contiguous parts, cut at source-phrase boundaries; "
                    "join the parts with `mosesrnn merge`.")
@@ -59,8 +36,7 @@ log = logging.getLogger("mosesrnn")
               help="Lines read, scored and written per chunk.")
 @ENCODING
 @QUIET
-def score(table, output, model_path, vocab_dir, features, unk_side, direction, length_normalize, device,
-          dtype, batch_tokens, threads, shard_text, resume, checkpoint_every, checkpoint_minutes, chunk_lines,
+def score(table, output, request, shard_text, resume, checkpoint_every, checkpoint_minutes, chunk_lines,
           encoding, quiet):
     """Append feature columns to every line of a phrase table.
 
@@ -79,24 +55,15 @@ def score(table, output, model_path, vocab_dir, features, unk_side, direction, l
       mosesrnn score big.gz -m model.pt --shard 3/8 -o part3.gz   # then: mosesrnn merge part*.gz -o all.gz
     """
     setup_logging(quiet)
-    if threads:
-        import torch  # here, so that `mosesrnn --help` and the other commands start quickly
-        torch.set_num_threads(threads)
     try:
         shard = ShardSpec.parse(shard_text)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--shard") from None
     try:
-        names = parse_feature_names(features) if features else default_features(model_path is not None)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--features") from None
-    try:
-        options = FeatureOptions(model=model_path, vocab=vocab_dir, unk_side=unk_side, direction=direction,
-                                 device=resolve_device(device), dtype=dtype, batch_tokens=batch_tokens,
-                                 length_normalize=length_normalize)
-        columns = build_features(names, options)
+        columns, options = request.build()
         if table != "-":
-            for warning in table_warnings(table, encoding, options.trained_model("rnn") if model_path else None):
+            trained = options.trained_model("rnn") if request.model_path else None
+            for warning in table_warnings(table, encoding, trained):
                 log.warning("warning: %s", warning)
         with ProgressBar("scoring", quiet=quiet) as bar, stop_on_sigterm():
             if table != "-" and shard.count == 1:

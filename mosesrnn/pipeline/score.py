@@ -20,7 +20,14 @@ from .. import __version__
 from ..features.registry import Feature, describe
 from ..files import check_not_input, is_special_file
 from ..formats.compressed import count_lines
-from ..formats.phrase_table import MAX_TABLE_EXPONENT, PhraseTableError, atomic_output
+from ..formats.phrase_table import (
+    MAX_TABLE_EXPONENT,
+    PhraseEntry,
+    PhraseTableError,
+    atomic_output,
+    format_line,
+    table_value,
+)
 from .checkpoint import ResumableOutput, StreamOutput, open_output
 from .shards import ShardSpec, TableSlice
 from .streams import ChunkWriter, chunked, prefetch
@@ -152,7 +159,8 @@ def _score_chunks(table: TableSlice, output: ResumableOutput | StreamOutput, fea
     On Ctrl-C the chunks already computed are written and checkpointed, then ScoreInterrupted is raised.
     """
     lines, done = state.get("lines", 0), None
-    writer = ChunkWriter(output, [feature.spec.table_digits for feature in features])
+    formatter = _TableFormatter([feature.spec.table_digits for feature in features])
+    writer = ChunkWriter(output, formatter)
     try:
         for number, chunk in enumerate(prefetch(chunked(table, chunk_lines)), start=1):
             columns = [feature.values(chunk) for feature in features]
@@ -169,7 +177,20 @@ def _score_chunks(table: TableSlice, output: ResumableOutput | StreamOutput, fea
         raise ScoreInterrupted("", done and done["next_line"], lines) from None
     finally:
         writer.close()
-    return lines, writer.capped
+    return lines, formatter.capped
+
+
+class _TableFormatter:
+    """Phrase-table lines with the columns appended as ``e^v`` (``digits[j]`` significant digits for
+    column j, None: exactly); values above MAX_TABLE_EXPONENT are capped there and counted."""
+
+    def __init__(self, digits: Sequence[int | None]):
+        self.digits, self.capped = tuple(digits), 0
+
+    def __call__(self, entries: Sequence[PhraseEntry], columns: Sequence[Sequence[float]]) -> str:
+        self.capped += sum(value > MAX_TABLE_EXPONENT for column in columns for value in column)
+        texts = [[table_value(value, digits) for value in column] for column, digits in zip(columns, self.digits)]
+        return "".join(format_line(entry, values) for entry, values in zip(entries, zip(*texts)))
 
 
 def _write_sidecar(output_path: str, key: dict, features: Sequence[Feature], summary: ScoreSummary,

@@ -8,9 +8,8 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
-from ..formats.phrase_table import MAX_TABLE_EXPONENT, PhraseEntry, format_line, table_value
 from .checkpoint import ResumableOutput, StreamOutput
 
 __all__ = ["chunked", "prefetch", "ChunkWriter"]
@@ -18,7 +17,7 @@ __all__ = ["chunked", "prefetch", "ChunkWriter"]
 _DONE = object()
 
 
-def chunked(entries: Iterable[PhraseEntry], size: int) -> Iterator[list[PhraseEntry]]:
+def chunked(entries: Iterable, size: int) -> Iterator[list]:
     """Cut a stream of entries into lists of ``size`` entries (the last may be shorter)."""
     iterator = iter(entries)
     while chunk := list(itertools.islice(iterator, size)):
@@ -59,16 +58,15 @@ def prefetch(items: Iterable, depth: int = 4) -> Iterator:
 class ChunkWriter:
     """Formats and writes chunks on a background thread, in the order they are handed in.
 
-    Column j's values are written as phrase-table values ``e^v`` with ``digits[j]`` significant
-    digits (None: exactly); values above :data:`MAX_TABLE_EXPONENT` are written as
-    ``e^MAX_TABLE_EXPONENT`` and counted in ``capped``. A chunk handed in with a ``checkpoint``
-    state is followed by ``output.checkpoint(state)``.
+    ``format_chunk(entries, columns)`` returns the text of a chunk, ``columns`` holding one list
+    of values per feature. A chunk handed in with a ``checkpoint`` state is followed by
+    ``output.checkpoint(state)``.
     """
 
-    def __init__(self, output: ResumableOutput | StreamOutput, digits: Sequence[int | None], depth: int = 4):
-        self._output, self._digits, self._queue = output, tuple(digits), queue.Queue(maxsize=depth)
+    def __init__(self, output: ResumableOutput | StreamOutput,
+                 format_chunk: Callable[[Sequence, Sequence[Sequence[float]]], str], depth: int = 4):
+        self._output, self._format, self._queue = output, format_chunk, queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
-        self.capped = 0
         self._thread = threading.Thread(target=self._run, name="mosesrnn-writer", daemon=True)
         self._thread.start()
 
@@ -78,17 +76,13 @@ class ChunkWriter:
                 continue  # drain after a failure so that put() never blocks
             entries, columns, checkpoint = item
             try:
-                self.capped += sum(value > MAX_TABLE_EXPONENT for column in columns for value in column)
-                texts = [[table_value(value, digits) for value in column]
-                         for column, digits in zip(columns, self._digits)]
-                text = "".join(format_line(entry, values) for entry, values in zip(entries, zip(*texts)))
-                self._output.write(text.encode("utf-8"))
+                self._output.write(self._format(entries, columns).encode("utf-8"))
                 if checkpoint is not None:
                     self._output.checkpoint(checkpoint)
             except BaseException as error:
                 self._error = error
 
-    def put(self, entries: list[PhraseEntry], columns: list[list[float]],
+    def put(self, entries: list, columns: list[list[float]],
             checkpoint: dict | None = None) -> None:
         """Queue one chunk, its columns (one list of values per feature) and maybe a checkpoint."""
         self._check()

@@ -1,0 +1,93 @@
+"""The options that choose and build feature columns, shared by ``score`` and ``nbest``."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, fields
+
+import click
+
+from ..devices import resolve_device
+from ..direction import DIRECTIONS
+from ..features.registry import FEATURES, Feature, FeatureOptions, build_features, default_features, parse_feature_names
+from ..features.unk import UNK_SIDES
+
+__all__ = ["FeatureRequest", "feature_options"]
+
+
+@dataclass(frozen=True)
+class FeatureRequest:
+    """What the command line asked for: which features, and how to compute them."""
+
+    model_path: str | None
+    vocab_dir: str | None
+    features: str | None
+    unk_side: str
+    direction: str | None
+    length_normalize: bool
+    device: str
+    dtype: str
+    batch_tokens: int
+    threads: int | None
+
+    def build(self) -> tuple[list[Feature], FeatureOptions]:
+        """The feature objects, in the order asked, and the options they were built from.
+
+        Raises click.BadParameter for a bad ``--features``, ValueError for what the library refuses.
+        """
+        try:
+            names = (parse_feature_names(self.features) if self.features
+                     else default_features(self.model_path is not None))
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--features") from None
+        if self.threads:
+            import torch  # here, so that `mosesrnn --help` and the other commands start quickly
+            torch.set_num_threads(self.threads)
+        options = FeatureOptions(model=self.model_path, vocab=self.vocab_dir, unk_side=self.unk_side,
+                                 direction=self.direction, device=resolve_device(self.device), dtype=self.dtype,
+                                 batch_tokens=self.batch_tokens, length_normalize=self.length_normalize)
+        return build_features(names, options), options
+
+
+def _options(encoding: str) -> list:
+    return [
+        click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False, exists=True),
+                     help="A model file from `mosesrnn train` (for the rnn feature; its shortlists serve unk)."),
+        click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False, exists=True),
+                     help="Directory with the shortlists from `mosesrnn vocab` (for unk without -m)."),
+        click.option("--features", help="Comma-separated features to add, in this order [default: "
+                     f"{','.join(default_features(True))} with -m, else {','.join(default_features(False))}]. "
+                     + "; ".join(f"{name}: {spec.summary}" for name, spec in FEATURES.items()) + f". {encoding}"),
+        click.option("--unk-side", type=click.Choice(UNK_SIDES), default="both", show_default=True,
+                     help="Which words the unk feature counts."),
+        click.option("--direction", type=click.Choice(DIRECTIONS),
+                     help="Score p(target | source) (source-to-target) or p(source | target); must match the "
+                          "model [default: the model's]."),
+        click.option("--length-normalize", is_flag=True,
+                     help="Divide log p by the predicted tokens (words + EOS); off, as in the paper."),
+        click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True),
+        click.option("--dtype", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+                     help="bf16 autocast for the matmuls (fast on GPUs and CPUs with AMX; slow elsewhere)."),
+        click.option("--batch-tokens", default=4096, show_default=True, type=click.IntRange(1),
+                     help="Target tokens (rows x longest length) per decoder batch."),
+        click.option("--threads", type=click.IntRange(1), help="CPU threads for torch (default: torch's choice)."),
+    ]
+
+
+def feature_options(encoding: str):
+    """Add the feature options to a click command, which then receives them as ``request: FeatureRequest``.
+
+    ``encoding`` tells in ``--help`` how the values are written (e^v in a phrase table, raw in an n-best list).
+    """
+    names = [f.name for f in fields(FeatureRequest)]
+
+    def decorate(command):
+        @functools.wraps(command)
+        def collect(*args, **kwargs):
+            request = FeatureRequest(**{name: kwargs.pop(name) for name in names})
+            return command(*args, request=request, **kwargs)
+
+        for option in reversed(_options(encoding)):
+            collect = option(collect)
+        return collect
+
+    return decorate
