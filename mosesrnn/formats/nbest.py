@@ -20,7 +20,7 @@ import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import BinaryIO, Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from isal import igzip_threaded
 

@@ -128,7 +128,7 @@ def load_nbest(paths: Sequence[str], bleu: BleuStatistics) -> TuningProblem:
     features = np.zeros((sum(map(len, sentences)), sum(size for _, size in groups.values())))
     stats, totals_sources, row = [], [], 0
     for sentence, hypotheses in enumerate(sentences):
-        for text, layout, values in hypotheses:
+        for _, layout, values in hypotheses:
             features[row, columns[layout]] = np.frombuffer(values, dtype=np.float64)
             row += 1
         stats.append(bleu.hypothesis_stats(sentence, [text for text, _, _ in hypotheses]))

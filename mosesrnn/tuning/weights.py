@@ -57,7 +57,8 @@ def named_weights(groups: Sequence[tuple[str, int]], weights: np.ndarray) -> dic
     return {name: tuple(float(v) for v in weights[bounds[i]:bounds[i + 1]]) for i, (name, _) in enumerate(groups)}
 
 
-def weights_vector(groups: Sequence[tuple[str, int]], named: Mapping[str, Sequence[float]]) -> tuple[np.ndarray, list[str]]:
+def weights_vector(groups: Sequence[tuple[str, int]],
+                   named: Mapping[str, Sequence[float]]) -> tuple[np.ndarray, list[str]]:
     """The vector (D,) of ``named`` weights for ``groups``, and the names of the groups it lacks (weight 0).
 
     Raises ValueError when a group has a different number of weights than features.
