@@ -16,6 +16,8 @@ from mosesrnn.tuning.problem import load_nbest
 from mosesrnn.tuning.tune import read_references
 
 TATOEBA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "tatoeba-moses-en-fr"
+#: In decoding order: the initial weights are those of the last list.
+LISTS = ["dev.untuned.100best.gz", "dev.mert-iter1.100best.gz"]
 
 
 def main() -> None:
@@ -24,7 +26,7 @@ def main() -> None:
     parser.add_argument("--restarts", type=int, default=20)
     parser.add_argument("--seeds", default="1,2,3")
     args = parser.parse_args()
-    lists = sorted(str(path) for path in (TATOEBA / "nbest").glob("*.100best.gz"))
+    lists = [str(TATOEBA / "nbest" / name) for name in LISTS]
     start = time.perf_counter()
     bleu = BleuStatistics(read_references([str(TATOEBA / "dev.tok.fr")]))
     problem = load_nbest(lists, bleu)
