@@ -1,0 +1,86 @@
+"""Click commands ``mert`` and ``rerank``.
+
+Each parses its options, calls one library function and turns the library's errors into a
+:class:`click.ClickException` (message on stderr, exit status 1). Register them on a group with
+``group.add_command(mert)`` and ``group.add_command(rerank)``.
+"""
+from __future__ import annotations
+
+import click
+from sacrebleu.metrics.bleu import BLEU
+
+from ..formats.nbest import NbestError
+from ..phrase_table import atomic_output
+from .mert import MertOptions
+from .rerank import rerank as rerank_nbest
+from .tune import tune_files
+from .weights import format_weights, read_weights
+
+__all__ = ["mert", "rerank"]
+
+_LIBRARY_ERRORS = (ValueError, NbestError, OSError)
+
+
+@click.command("mert")
+@click.argument("nbest", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--refs", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Reference translations, one line per sentence (repeat for several references).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The tuned weights, in moses.ini [weight] syntax (written atomically).")
+@click.option("--init", type=click.Path(exists=True, dir_okay=False),
+              help="Start from the [weight] section of this moses.ini (or a file of 'Name= v1 v2' lines). "
+                   "Default: the weights the decoder used, fitted to the total scores of the last NBEST.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the random restarts and directions.")
+@click.option("--restarts", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Random start points besides the initial weights (as mert-moses.pl's default).")
+@click.option("--random-directions", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Random directions line-searched in every pass, besides one per feature.")
+@click.option("--tokenize", type=click.Choice(sorted(BLEU.TOKENIZERS)), default="none", show_default=True,
+              help="sacrebleu's tokenizer; 'none' because Moses output and references are already tokenised.")
+def mert(nbest, refs, output, init, seed, restarts, random_directions, tokenize):
+    """Tune feature weights on Moses n-best lists with Och's (2003) exact line-search MERT.
+
+    The lists (e.g. of several decoder runs) are pooled per sentence, duplicates removed; their
+    sentence ids must be 0..N-1 for the N lines of the references. The weights are normalised
+    to L1 norm 1, as Moses' mert writes them. BLEU of the 1-best before and after goes to stderr.
+
+    \b
+    Example:
+      mosesrnn mert run1.100best.gz run2.100best.gz --refs dev.tok.fr -o weights.txt --seed 1
+    """
+    options = MertOptions(restarts=restarts, random_directions=random_directions, seed=seed)
+    try:
+        report = tune_files(nbest, refs, init, tokenize, options)
+        with atomic_output(output) as stream:
+            stream.write(format_weights(report.groups, report.weights).encode("utf-8"))
+    except _LIBRARY_ERRORS as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{report.sentences} sentences, {report.hypotheses} distinct hypotheses; "
+               f"initial weights: {report.initial_source}", err=True)
+    click.echo(f"{report.line_searches} line searches, seed {seed}, {restarts} random restarts", err=True)
+    click.echo(f"sacrebleu {report.signature}", err=True)
+    click.echo(f"dev BLEU before: {report.before}", err=True)
+    click.echo(f"dev BLEU after:  {report.after}", err=True)
+    click.echo(f"wrote {output}:\n{format_weights(report.groups, report.weights)}", err=True, nl=False)
+
+
+@click.command("rerank")
+@click.argument("nbest", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--weights", "weights_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Weights in moses.ini [weight] syntax (what `mosesrnn mert` writes, or a moses.ini).")
+@click.option("-o", "--output", default="-", show_default=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="One 1-best translation per line, in sentence order (.gz is compressed; - is stdout).")
+def rerank(nbest, weights_path, output):
+    """Write the best hypothesis of every sentence of NBEST under the given weights.
+
+    \b
+    Example:
+      mosesrnn rerank dev.100best.gz --weights weights.txt -o dev.rerank.fr
+    """
+    try:
+        weights = read_weights(weights_path)
+        with atomic_output(output) as stream:
+            for text in rerank_nbest(nbest, weights):
+                stream.write(f"{text}\n".encode("utf-8"))
+    except _LIBRARY_ERRORS as error:
+        raise click.ClickException(str(error)) from None
