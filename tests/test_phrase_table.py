@@ -5,9 +5,9 @@ import math
 import pytest
 from conftest import DATA, MOSES_TABLES, shared_file
 
+from mosesrnn.formats.compressed import atomic_output
 from mosesrnn.formats.phrase_table import (
     PhraseTableError,
-    atomic_output,
     count_scores,
     format_line,
     parse_line,

@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 from sacrebleu.metrics.bleu import BLEU
 
+from mosesrnn.cli.tuning import mert as mert_command
+from mosesrnn.cli.tuning import rerank as rerank_command
 from mosesrnn.formats.nbest import NbestError, group_by_sentence, read_nbest
 from mosesrnn.tuning.bleu import BleuStatistics, bleu_scores
-from mosesrnn.tuning.cli import mert as mert_command
-from mosesrnn.tuning.cli import rerank as rerank_command
 from mosesrnn.tuning.envelope import upper_envelope, upper_envelopes
 from mosesrnn.tuning.mert import MertOptions, evaluate, line_search, mert
 from mosesrnn.tuning.moses_stats import read_moses_init, read_moses_stats

@@ -13,7 +13,9 @@ from typing import BinaryIO, Iterator
 
 from isal import igzip_threaded
 
-__all__ = ["GZIP_MAGIC", "is_gzip_name", "decompressed", "open_input", "compressed", "count_lines"]
+from ..files import atomic_file
+
+__all__ = ["GZIP_MAGIC", "is_gzip_name", "decompressed", "open_input", "compressed", "atomic_output", "count_lines"]
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -65,3 +67,18 @@ def count_lines(path: str, block_size: int = 1 << 22) -> int:
             lines += block.count(b"\n")
             last = block[-1:]
     return lines + (last != b"\n")
+
+
+@contextlib.contextmanager
+def atomic_output(path: str) -> Iterator[BinaryIO]:
+    """Open ``path`` for binary writing so that it appears only when the block succeeds.
+
+    Data goes to a temporary file in the same directory, which is renamed over ``path`` at the
+    end and removed on error; ``*.gz`` is compressed; ``-`` writes to stdout.
+    """
+    if path == "-":
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    with atomic_file(path) as raw, compressed(raw, path) as stream:
+        yield stream

@@ -18,11 +18,10 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import sys
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
-from isal import igzip_threaded
+from .compressed import open_input
 
 __all__ = [
     "NbestError", "NbestEntry", "parse_line", "parse_features", "format_line", "read_nbest",
@@ -138,18 +137,11 @@ def format_line(entry: NbestEntry, appended: Sequence[tuple[str, Sequence[float 
 
 
 def _lines(path: str) -> Iterator[bytes]:
-    """The raw lines of ``path`` (``-``: stdin; ``*.gz`` decompressed on a background thread)."""
-    if path == "-":
-        yield from sys.stdin.buffer
-        return
-    if not os.path.isfile(path):
+    """The raw lines of ``path`` (``-``: stdin; gzip decompressed on a background thread)."""
+    if path != "-" and not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such file")
-    with open(path, "rb") as raw:
-        if path.endswith(".gz"):
-            with igzip_threaded.open(raw, "rb", threads=1) as stream:
-                yield from stream
-        else:
-            yield from raw
+    with open_input(path) as stream:
+        yield from stream
 
 
 def read_nbest(path: str, encoding: str = "utf-8") -> Iterator[NbestEntry]:

@@ -8,7 +8,6 @@ existing scores, which is the only place Moses reads them as dense features (see
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import os
@@ -16,13 +15,12 @@ import sys
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Sequence
 
-from ..files import atomic_file
-from .compressed import compressed, decompressed
+from .compressed import decompressed
 
 __all__ = [
     "PhraseTableError", "PhraseEntry", "parse_line", "format_line", "MAX_TABLE_EXPONENT", "table_value",
     "read_entries",
-    "count_scores", "TableReader", "atomic_output",
+    "count_scores", "TableReader",
 ]
 
 FIELD_SEPARATOR = "|||"
@@ -224,18 +222,3 @@ def count_scores(path: str, encoding: str = "utf-8") -> int:
     for entry in read_entries(path, encoding):
         return len(entry.scores)
     raise PhraseTableError(path, 1, "the phrase table is empty")
-
-
-@contextlib.contextmanager
-def atomic_output(path: str) -> Iterator[BinaryIO]:
-    """Open ``path`` for binary writing so that it appears only when the block succeeds.
-
-    Data goes to a temporary file in the same directory, which is renamed over ``path`` at the
-    end and removed on error; ``*.gz`` is compressed; ``-`` writes to stdout.
-    """
-    if path == "-":
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
-        return
-    with atomic_file(path) as raw, compressed(raw, path) as stream:
-        yield stream

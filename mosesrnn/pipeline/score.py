@@ -19,12 +19,11 @@ from typing import Callable, Sequence
 from .. import __version__
 from ..features.registry import Feature, describe
 from ..files import check_not_input, is_special_file
-from ..formats.compressed import count_lines
+from ..formats.compressed import atomic_output, count_lines
 from ..formats.phrase_table import (
     MAX_TABLE_EXPONENT,
     PhraseEntry,
     PhraseTableError,
-    atomic_output,
     format_line,
     table_value,
 )

@@ -1,20 +1,15 @@
-"""Click commands ``mert`` and ``rerank``.
-
-Each parses its options, calls one library function and turns the library's errors into a
-:class:`click.ClickException` (message on stderr, exit status 1). Register them on a group with
-``group.add_command(mert)`` and ``group.add_command(rerank)``.
-"""
+"""``mosesrnn mert`` and ``mosesrnn rerank``: our own MERT over n-best lists, and reranking with its weights."""
 from __future__ import annotations
 
 import click
 from sacrebleu.metrics.bleu import BLEU
 
+from ..formats.compressed import atomic_output
 from ..formats.nbest import NbestError
-from ..phrase_table import atomic_output
-from .mert import MertOptions
-from .rerank import rerank as rerank_nbest
-from .tune import tune_files
-from .weights import format_weights, read_weights
+from ..tuning.mert import MertOptions
+from ..tuning.rerank import rerank as rerank_nbest
+from ..tuning.tune import tune_files
+from ..tuning.weights import format_weights, read_weights
 
 __all__ = ["mert", "rerank"]
 
