@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 from conftest import DATA
-from scoring_helpers import TABLE, save_tiny_model
+from scoring_helpers import TABLE, assert_equal_up_to_rnn_rounding, save_tiny_model
 
 from mosesrnn.cli import main
 from mosesrnn.models.model_file import FORMAT_VERSION, load_trained_model
@@ -62,4 +62,6 @@ def test_version_1_file_loads_and_scores_exactly_as_it_did(tmp_path):
     result = main.main(["score", str(table), "-m", str(V1 / "tiny-v1.pt"), "-o", str(output), "-q"],
                        standalone_mode=False)
     assert result is None
-    assert output.read_bytes() == gzip.decompress((V1 / "table400.rnn-unk.gz").read_bytes())
+    # Byte-identical on the AVX2 CPU that wrote the golden file; other kernels round the 9th digit.
+    assert_equal_up_to_rnn_rounding(output.read_text(encoding="utf-8"),
+                                    gzip.decompress((V1 / "table400.rnn-unk.gz").read_bytes()).decode("utf-8"))

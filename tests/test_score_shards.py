@@ -1,7 +1,6 @@
 """Tests of scoring whole tables: the CLI, shards and merge, checkpoints and resume after SIGKILL."""
 import gzip
 import json
-import math
 import signal
 import subprocess
 import sys
@@ -10,7 +9,7 @@ import time
 import pytest
 import torch
 from click.testing import CliRunner
-from scoring_helpers import TABLE, save_tiny_model
+from scoring_helpers import TABLE, assert_equal_up_to_rnn_rounding, save_tiny_model
 
 from mosesrnn.cli import main
 from mosesrnn.features.rnn import RNNFeature
@@ -80,26 +79,6 @@ def test_shards_merge_into_the_unsharded_table(features, tmp_path, count):
         assert entries[first - 1].source != entries[first - 2].source
     merge_parts(parts[::-1], str(tmp_path / "merged.gz"))
     assert_equal_up_to_rnn_rounding(text(tmp_path / "merged.gz"), text(tmp_path / "whole.gz"))
-
-
-def assert_equal_up_to_rnn_rounding(scored: str, reference: str, rnn_column: int = -2) -> None:
-    """Equal lines, except that the rnn column's log p may differ by float32 rounding (1e-4 nats).
-
-    Shards start their chunks at other lines, so the length batches hold other pairs, and the CPU's
-    matmul kernels (AVX2, AVX-512) round differently with the batch composition: what is promised
-    for shards is equality within this tolerance; a resumed run with the same settings is
-    byte-identical (see test_resume_after_sigkill_is_byte_identical).
-    """
-    scored_lines, reference_lines = scored.splitlines(), reference.splitlines()
-    assert len(scored_lines) == len(reference_lines)
-    for got, want in zip(scored_lines, reference_lines):
-        got_scores, want_scores = scores(got), scores(want)
-        assert got.split("|||")[:2] == want.split("|||")[:2] and got.split("|||")[3:] == want.split("|||")[3:]
-        assert got_scores[:rnn_column] + got_scores[rnn_column + 1:] == \
-            want_scores[:rnn_column] + want_scores[rnn_column + 1:]
-        got_log_p, want_log_p = (math.log(float(x)) if float(x) > 0 else -math.inf
-                                 for x in (got_scores[rnn_column], want_scores[rnn_column]))
-        assert got_log_p == want_log_p or abs(got_log_p - want_log_p) <= 1e-4
 
 
 def test_many_shards_of_a_short_table_may_be_empty(model_path, tmp_path):
