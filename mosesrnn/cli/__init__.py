@@ -8,6 +8,7 @@ import click
 
 from .. import __version__
 from .merge import merge
+from .nbest import nbest
 from .score import score
 from .train import train
 from .tuning import mert, rerank
@@ -39,7 +40,7 @@ def main() -> None:
 def _register_commands() -> None:
     # moses_integration is the only code that calls Moses; its commands join this group too.
     from moses_integration.cli import binarize, mert_moses, moses_ini
-    for command in (vocab, train, score, merge, mert, rerank, moses_ini, binarize, mert_moses):
+    for command in (vocab, train, score, merge, nbest, mert, rerank, moses_ini, binarize, mert_moses):
         main.add_command(command)
 
 

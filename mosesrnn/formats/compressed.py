@@ -8,6 +8,7 @@ named otherwise and a plain one all read the same way; decompression runs on its
 from __future__ import annotations
 
 import contextlib
+import io
 import sys
 from typing import BinaryIO, Iterator
 
@@ -29,8 +30,10 @@ def is_gzip_name(path: str) -> bool:
 def decompressed(raw: BinaryIO) -> Iterator[BinaryIO]:
     """``raw`` itself, or a decompressing stream over it if it starts with the gzip magic bytes.
 
-    ``raw`` must be buffered (``peek``), as ``open(path, "rb")`` and ``sys.stdin.buffer`` are.
+    A stream that cannot ``peek`` (a pipe wrapped by a test harness) is buffered first.
     """
+    if not hasattr(raw, "peek"):
+        raw = io.BufferedReader(raw)
     if raw.peek(2)[:2] == GZIP_MAGIC:
         with igzip_threaded.open(raw, "rb", threads=1) as stream:
             yield stream

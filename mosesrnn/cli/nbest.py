@@ -1,0 +1,59 @@
+"""``mosesrnn nbest``: add feature values to every hypothesis of a Moses n-best list."""
+from __future__ import annotations
+
+import logging
+
+import click
+
+from ..features.registry import describe
+from ..files import describe_os_error
+from ..formats.nbest import NbestError
+from ..pipeline.nbest import nbest_label, score_nbest
+from ..progress import ProgressBar
+from .common import ENCODING, QUIET, fail, setup_logging
+from .features import feature_options
+
+log = logging.getLogger("mosesrnn")
+
+PATH = click.Path(dir_okay=False, allow_dash=True)
+
+
+@click.command()
+@click.argument("nbest", type=PATH)
+@click.option("--source", "source_path", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="The source sentences the n-best list translates, one per line: sentence id i is line i+1 "
+                   "(tokenised as the model's training data).")
+@click.option("-o", "--output", required=True, type=PATH,
+              help="The n-best list with the new groups ('-' for stdout; .gz is compressed); written whole "
+                   "or not at all.")
+@feature_options("In an n-best list each value is written raw (RNN0= log p, UNK0= n): Moses takes no "
+                 "logarithm of n-best values.")
+@click.option("--chunk-lines", default=20000, show_default=True, type=click.IntRange(1),
+              help="Hypotheses read, scored and written per chunk.")
+@ENCODING
+@QUIET
+def nbest(nbest, source_path, output, request, chunk_lines, encoding, quiet):
+    """Add the RNN log-probability (and the unknown-word count) to every hypothesis of an n-best list.
+
+    The groups RNN0= and UNK0= go at the end of each line's feature field; everything else is
+    kept byte for byte, one line per line, in order. Use a sentence-level model (`mosesrnn train
+    --corpus SRC TRG`); then tune with `mosesrnn mert` and rerank with `mosesrnn rerank`.
+
+    \b
+    Example:
+      mosesrnn nbest dev.100best.gz --source dev.tok.en -m sent-model/best.pt -o dev.100best.rnn.gz
+      mosesrnn mert dev.100best.rnn.gz --refs dev.tok.fr -o weights.txt
+    """
+    setup_logging(quiet)
+    try:
+        features, _ = request.build()
+        with ProgressBar("scoring", quiet=quiet, unit="hyps") as bar:
+            summary = score_nbest(nbest, source_path, output, features, chunk_lines=chunk_lines,
+                                  encoding=encoding, progress=lambda lines: bar.update_position(lines, 0, None))
+    except (NbestError, ValueError) as error:
+        raise fail(error) from None
+    except OSError as error:
+        raise fail(describe_os_error(error, output)) from None
+    log.info("added %s to %d hypotheses of %d sentences in %.1f s (%.0f hypotheses/s); features: %s",
+             " ".join(f"{nbest_label(f)}=" for f in features), summary.lines, summary.sentences, summary.seconds,
+             summary.lines_per_second, ",".join(describe(f) for f in features))
