@@ -101,26 +101,41 @@ def moses_ini(ini, table, add, features, weights, feature_name, binary, output):
                    ".minphr or .ondisk; .minphr is added to a compact OUT that lacks it).")
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
               help="Threads for processPhraseTableMin (CreateOnDiskPt has no such option).")
+@click.option("--rankscore", type=click.IntRange(min=0), metavar="N",
+              help="0-based index of the score p(e|f), by which translations are ranked: passed as "
+                   "-rankscore N to processPhraseTableMin and as the sort index to CreateOnDiskPt. In a "
+                   "standard table the scores are p(f|e) lex(f|e) p(e|f) lex(e|f) [phrase penalty], then "
+                   "the appended ones (default: 2 with four scores or more, else 0).")
+@click.option("--add-empty-alignment", is_flag=True,
+              help="processPhraseTableMin needs a 4th field, the word alignment, on every line: binarize a "
+                   "temporary copy (OUT.with-alignment.gz, removed afterwards) that adds an empty one where "
+                   "it is missing. Without it, such a table is refused before anything runs.")
 @click.option("--moses-bin", type=click.Path(file_okay=False),
               help="Folder with Moses' programs (default: $MOSES_BIN, then PATH).")
 @click.option("--dry-run", is_flag=True, help="Print the command instead of running it.")
-def binarize(table, fmt, output, threads, moses_bin, dry_run):
+def binarize(table, fmt, output, threads, rankscore, add_empty_alignment, moses_bin, dry_run):
     """Rebuild the binarized form of a scored phrase TABLE with its new number of scores.
 
-    The score count is read from the first line of TABLE.
+    The score count is read from the first line of TABLE, which is also checked for the fields
+    the program needs. A failed or interrupted run removes its partial output.
 
     \b
     Example:
       mosesrnn binarize phrase-table.rnn.gz --format compact --threads 4 --moses-bin /opt/moses/bin
     """
     try:
-        result = binarize_table(table, fmt, output, threads, moses_bin, dry_run)
+        result = binarize_table(table, fmt, output, threads, moses_bin, dry_run, rankscore,
+                                add_empty_alignment)
     except _LIBRARY_ERRORS as error:
         raise click.ClickException(str(error)) from None
     if dry_run:
+        if result.copy:
+            click.echo(f"# first: {table} with an empty alignment field written to {result.copy} "
+                       "(removed after the run)")
         click.echo(format_command(result.command))
     else:
-        click.echo(f"wrote {result.output} ({result.num_scores} scores)", err=True)
+        click.echo(f"wrote {result.output} ({result.num_scores} scores, ranked by score {result.rankscore})",
+                   err=True)
 
 
 @click.command("mert-moses")

@@ -19,7 +19,15 @@ from typing import Callable, Sequence
 from sacrebleu.metrics import BLEU
 
 from .moses_ini import parse_ini, read_weights
-from .tools import MOSES_BIN_ENV, MosesToolError, find_program, format_command, run_command, searched_places
+from .tools import (
+    MOSES_BIN_ENV,
+    MosesToolError,
+    describe_exit,
+    find_program,
+    format_command,
+    run_command,
+    searched_places,
+)
 
 __all__ = ["MertSetupError", "MertOptions", "MosesTools", "TuningRun", "MERTDIR_PROGRAMS", "BLEU_TOKENIZERS",
            "find_tools", "plan_runs", "mert_command", "decode_command", "show_weights_command",
@@ -201,8 +209,8 @@ def _check_ini_loads(tools: MosesTools, ini: str) -> None:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         tail = "\n".join(done.stderr.splitlines()[-15:])
-        raise MertSetupError(f"moses cannot load {ini} ({format_command(command)} exited with "
-                             f"{done.returncode}):\n{tail}")
+        raise MertSetupError(f"moses cannot load {ini} ({format_command(command)}: "
+                             f"{describe_exit(done.returncode)}):\n{tail}")
 
 
 def _tune_one(tools: MosesTools, options: MertOptions, run: TuningRun, log: Callable[[str], None]) -> None:

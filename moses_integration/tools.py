@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 from typing import IO, Sequence
 
 __all__ = ["MosesToolError", "find_program", "searched_places", "missing_program_error", "format_command",
-           "run_command"]
+           "describe_exit", "run_command"]
 
 MOSES_BIN_ENV = "MOSES_BIN"
 INSTALL_HINT = (
@@ -77,12 +78,25 @@ def format_command(argv: Sequence[str], stdout: str | None = None) -> str:
     return f"{text} > {shlex.quote(stdout)}" if stdout else text
 
 
+def describe_exit(returncode: int) -> str:
+    """``exit code 3``, or for a negative code (a signal) ``killed by signal SIGABRT (6)``."""
+    if returncode >= 0:
+        return f"exit code {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = "unknown signal"
+    return f"killed by signal {name} ({-returncode})"
+
+
 def run_command(argv: Sequence[str], stdout: IO | None = None, stderr: IO | int | None = None) -> None:
     """Run ``argv`` (``stderr`` may be ``subprocess.STDOUT``); raise :class:`MosesToolError` with
-    the command if it fails or cannot start."""
+    the command if it fails, is killed by a signal, or cannot start."""
     try:
         completed = subprocess.run(list(argv), stdout=stdout, stderr=stderr, check=False)
     except OSError as error:
         raise MosesToolError(f"cannot run {format_command(argv)}: {error}") from None
-    if completed.returncode != 0:
+    if completed.returncode > 0:
         raise MosesToolError(f"command failed with exit code {completed.returncode}: {format_command(argv)}")
+    if completed.returncode < 0:
+        raise MosesToolError(f"command {describe_exit(completed.returncode)}: {format_command(argv)}")
