@@ -1,9 +1,7 @@
 """Point a moses.ini at a phrase table with appended feature columns.
 
-The file is read the way Moses reads it (``moses/Parameter.cpp``, ``ReadConfigFile``): text from
-the first ``#`` is a comment, ``[name]`` opens a section, a section may occur several times and
-its values add up. Only the lines that must change are rewritten; every other byte, comment and
-line ending stays as it was.
+The file is read the way Moses reads it (see :mod:`.ini_text`). Only the lines that must change
+are rewritten; every other byte, comment and line ending stays as it was.
 
 What changes, for the phrase table chosen by name:
 
@@ -29,6 +27,7 @@ from mosesrnn.files import atomic_file
 from mosesrnn.formats.phrase_table import count_scores
 
 from .binarize import BINARY_FORMATS, moses_table_path
+from .ini_text import IniLine, MosesIniError, parse_ini, replace_tokens, section_values, split_comment
 from .weights import initial_weights, scored_columns
 
 __all__ = ["MosesIniError", "IniLine", "PhraseTable", "IniUpdate", "parse_ini", "phrase_tables",
@@ -48,26 +47,6 @@ LEGACY_TYPES = {0: "PhraseDictionaryMemory", 1: "PhraseDictionaryBinary", 2: "Ph
 # Moses' SearchAlgorithm values for phrase-based decoding: 0 stack, 1 cube pruning, 4 batched stack.
 PHRASE_BASED_SEARCH = ("0", "1", "4")
 _WEIGHT_LINE = re.compile(r"^(\S+)= (.+)$")  # what mert-moses.pl accepts
-
-
-class MosesIniError(ValueError):
-    """A moses.ini we cannot (or must not) rewrite; the message starts with ``file:line:``."""
-
-    def __init__(self, path: str, line_no: int | None, problem: str):
-        where = f"{path}:{line_no}" if line_no else path
-        super().__init__(f"{where}: {problem}")
-        self.path, self.line_no, self.problem = path, line_no, problem
-
-
-@dataclass(frozen=True)
-class IniLine:
-    """One physical line: ``raw`` with its ending, its ``section``, and ``value`` as Moses sees it
-    (comment removed, trimmed; empty for blank, comment-only and ``[section]`` lines)."""
-
-    number: int
-    raw: str
-    section: str | None
-    value: str
 
 
 @dataclass(frozen=True)
@@ -98,24 +77,6 @@ class IniUpdate:
     text: str
 
 
-def parse_ini(text: str) -> list[IniLine]:
-    """Split a moses.ini into :class:`IniLine` objects, keeping each line's exact bytes."""
-    lines, section = [], None
-    for number, raw in enumerate(re.findall(r"[^\n]*\n|[^\n]+$", text), start=1):  # lines end at \n only
-        value = raw.split("#", 1)[0].strip(" \t\r\n")
-        if value.startswith("["):
-            if "]" in value:
-                section = value[1:value.index("]")]
-            lines.append(IniLine(number, raw, section, ""))
-        else:
-            lines.append(IniLine(number, raw, section, value))
-    return lines
-
-
-def _values(lines: Sequence[IniLine], section: str) -> list[IniLine]:
-    return [line for line in lines if line.section == section and line.value]
-
-
 def _feature_args(line: IniLine) -> tuple[str, dict]:
     """The type and the ``key=value`` arguments of a ``[feature]`` line."""
     feature_type, *tokens = line.value.split()
@@ -136,7 +97,7 @@ def _is_phrase_table(feature_type: str) -> bool:
 
 def _current_tables(lines: Sequence[IniLine], path: str) -> list[PhraseTable]:
     tables, unnamed = [], Counter()
-    for line in _values(lines, "feature"):
+    for line in section_values(lines, "feature"):
         feature_type, args = _feature_args(line)
         name = args.get("name")
         if name is None:
@@ -150,7 +111,7 @@ def _current_tables(lines: Sequence[IniLine], path: str) -> list[PhraseTable]:
 
 def _legacy_tables(lines: Sequence[IniLine], path: str) -> list[PhraseTable]:
     tables, index = [], Counter()
-    for line in _values(lines, "ttable-file"):
+    for line in section_values(lines, "ttable-file"):
         tokens = line.value.split()
         if len(tokens) < 5:
             raise MosesIniError(path, line.number, "[ttable-file] line needs 5 fields: "
@@ -179,7 +140,7 @@ def read_weights(path: str) -> dict[str, tuple[float, ...]]:
     with open(path, encoding="utf-8") as stream:
         lines = parse_ini(stream.read())
     weights = {}
-    for line in _values(lines, "weight"):
+    for line in section_values(lines, "weight"):
         match = _WEIGHT_LINE.match(line.value)
         if not match:
             raise MosesIniError(path, line.number, f"weight line {line.value!r} is not 'Name= v1 v2 ...'")
@@ -205,7 +166,7 @@ def _select(tables: Sequence[PhraseTable], feature: str | None, path: str) -> Ph
 
 
 def _check_decoder(lines: Sequence[IniLine], tables: Sequence[PhraseTable], path: str) -> None:
-    search = _values(lines, "search-algorithm")
+    search = section_values(lines, "search-algorithm")
     if search and search[0].value not in PHRASE_BASED_SEARCH:
         raise MosesIniError(path, search[0].number, f"[search-algorithm] {search[0].value} is chart or "
                             "syntax decoding; mosesrnn scores the phrase pairs of phrase-based systems only")
@@ -232,20 +193,13 @@ def _check_table(table: PhraseTable, path: str) -> None:
                             "weights of the new columns (it is probably a component of a multi-model table)")
 
 
-def _split_comment(raw: str) -> tuple[str, str, str]:
-    """(content, comment, line ending) of a raw line; the comment keeps its leading '#'."""
-    body = raw.rstrip("\r\n")
-    content, hash_sign, comment = body.partition("#")
-    return content, hash_sign + comment, raw[len(body):]
-
-
 def _set_arg(content: str, key: str, value: str) -> str:
     pattern = re.compile(rf"(?<!\S){re.escape(key)}=\S*")
     return pattern.sub(lambda _: f"{key}={value}", content, count=1)
 
 
 def _rewrite_feature_line(table: PhraseTable, num: int, table_path: str, add: int) -> str:
-    content, comment, ending = _split_comment(table.line.raw)
+    content, comment, ending = split_comment(table.line.raw)
     content = _set_arg(content, "num-features", str(num))
     content = _set_arg(content, "path", table_path)
     if "tuneable-components" in table.args:
@@ -255,7 +209,7 @@ def _rewrite_feature_line(table: PhraseTable, num: int, table_path: str, add: in
 
 
 def _weight_line(lines: Sequence[IniLine], table: PhraseTable, path: str) -> tuple[IniLine, list[str]]:
-    found = [line for line in _values(lines, "weight") if line.value.split()[0] == f"{table.name}="]
+    found = [line for line in section_values(lines, "weight") if line.value.split()[0] == f"{table.name}="]
     if not found:
         raise MosesIniError(path, None, f"no [weight] line '{table.name}= ...' for {table.name}")
     if len(found) > 1:
@@ -272,33 +226,24 @@ def _rewrite_current(lines: list[str], ini: Sequence[IniLine], table: PhraseTabl
     weight_line, values = _weight_line(ini, table, path)
     num = table.num_features + len(weights)
     lines[table.line.number - 1] = _rewrite_feature_line(table, num, table_path, len(weights))
-    _, comment, ending = _split_comment(weight_line.raw)
+    _, comment, ending = split_comment(weight_line.raw)
     new_values = " ".join(values + [repr(w) for w in weights])
     lines[weight_line.number - 1] = f"{table.name}= {new_values}{' ' + comment if comment else ''}{ending}"
 
 
-def _replace_tokens(content: str, replacements: dict[int, str]) -> str:
-    """Replace whitespace-separated tokens by index, keeping the spacing between them."""
-    tokens = list(re.finditer(r"\S+", content))
-    for index in sorted(replacements, reverse=True):
-        token = tokens[index]
-        content = content[:token.start()] + replacements[index] + content[token.end():]
-    return content
-
-
 def _rewrite_legacy(lines: list[str], ini: Sequence[IniLine], tables: Sequence[PhraseTable],
                     table: PhraseTable, weights: tuple[float, ...], table_path: str, path: str) -> None:
-    weight_lines = _values(ini, "weight-t")
+    weight_lines = section_values(ini, "weight-t")
     expected = sum(t.num_features for t in tables)
     if len(weight_lines) != expected:
         raise MosesIniError(path, None, f"[weight-t] has {len(weight_lines)} weights but the [ttable-file] "
                             f"tables have {expected} scores; fix the file before adding columns")
     offset = sum(t.num_features for t in tables[:tables.index(table)])
     last = weight_lines[offset + table.num_features - 1]
-    content, comment, ending = _split_comment(table.line.raw)
+    content, comment, ending = split_comment(table.line.raw)
     new_fields = {3: str(table.num_features + len(weights)), 4: table_path}
-    lines[table.line.number - 1] = _replace_tokens(content, new_fields) + comment + ending
-    ending = _split_comment(last.raw)[2] or "\n"
+    lines[table.line.number - 1] = replace_tokens(content, new_fields) + comment + ending
+    ending = split_comment(last.raw)[2] or "\n"
     lines[last.number - 1] = last.raw + "".join(repr(w) + ending for w in weights)
 
 
