@@ -83,10 +83,9 @@ def describe_exit(returncode: int) -> str:
     if returncode >= 0:
         return f"exit code {returncode}"
     try:
-        name = signal.Signals(-returncode).name
+        return f"killed by signal {signal.Signals(-returncode).name} ({-returncode})"
     except ValueError:
-        name = "unknown signal"
-    return f"killed by signal {name} ({-returncode})"
+        return f"killed by signal {-returncode}"
 
 
 def run_command(argv: Sequence[str], stdout: IO | None = None, stderr: IO | int | None = None) -> None:

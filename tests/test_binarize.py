@@ -257,7 +257,7 @@ def test_cli_table_without_alignment_exits_1_naming_the_option():
 
 @pytest.mark.parametrize("code, text", [
     (3, "exit code 3"), (-6, "killed by signal SIGABRT (6)"), (-9, "killed by signal SIGKILL (9)"),
-    (-99, "killed by signal unknown signal (99)"),
+    (-99, "killed by signal 99"),
 ])
 def test_exit_status_names_signals(code, text):
     assert describe_exit(code) == text
