@@ -6,11 +6,14 @@ Each parses its options, calls one library function and turns the library's erro
 """
 from __future__ import annotations
 
+import os
+
 import click
 
 from mosesrnn.formats.phrase_table import PhraseTableError
 
 from .binarize import BINARY_FORMATS, FORMATS, binarize_table
+from .ini_paths import write_absolute_paths
 from .mert import BLEU_TOKENIZERS, MertOptions, tune
 from .moses_ini import update_moses_ini
 from .tools import MosesToolError, format_command
@@ -45,10 +48,10 @@ _DEFAULTS_TEXT = ", ".join(f"{name} {weight:+g}" for name, weight in DEFAULT_WEI
 
 @click.command("moses-ini")
 @click.argument("ini", type=click.Path(exists=True, dir_okay=False))
-@click.option("--table", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--table", type=click.Path(exists=True, dir_okay=False),
               help="The scored phrase table (text, usually .gz). Its first line must have exactly the new "
-                   "num-features scores. Written to the ini as given: Moses resolves a relative path against "
-                   "the directory it runs in, so prefer an absolute path.")
+                   "num-features scores. Written to the ini as given (absolute with --absolute-paths): Moses "
+                   "resolves a relative path against the directory it runs in.")
 @click.option("--add", type=click.IntRange(min=1),
               help="How many score columns were appended (checked against --features/--weights).")
 @click.option("--features", callback=_comma_list, metavar="NAMES",
@@ -64,10 +67,19 @@ _DEFAULTS_TEXT = ", ".join(f"{name} {weight:+g}" for name, weight in DEFAULT_WEI
 @click.option("--binary", metavar="PATH",
               help="For a PhraseDictionaryCompact or PhraseDictionaryOnDisk feature: the binarized table "
                    "to point at (default: what `binarize` writes, TABLE without .gz plus .minphr/.ondisk).")
+@click.option("--absolute-paths", is_flag=True,
+              help="Write every file path of the ini (each feature's path=, the legacy [ttable-file], "
+                   "[lmodel-file], [distortion-file], [generation-file] lines) as an absolute path, as "
+                   "mert-moses.pl needs; ${...} placeholders are kept. --table and --binary are taken from "
+                   "the current directory.")
+@click.option("--relative-to", type=click.Path(file_okay=False), metavar="DIR",
+              help="With --absolute-paths: the directory the ini's relative paths are relative to (default: "
+                   "the current directory, where Moses resolves them; often the ini's own folder).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The new moses.ini (written atomically; must differ from INI).")
-def moses_ini(ini, table, add, features, weights, feature_name, binary, output):
-    """Point the phrase table of INI at a scored TABLE and add weights for its new columns.
+def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute_paths, relative_to, output):
+    """Point the phrase table of INI at a scored TABLE and add weights for its new columns; or (and)
+    make every path of INI absolute.
 
     Raises the feature's num-features, appends the initial weights to its [weight] line (or to
     [weight-t] in the legacy format), extends tuneable-components, and leaves every other line
@@ -76,19 +88,52 @@ def moses_ini(ini, table, add, features, weights, feature_name, binary, output):
     log-probability, -0.1 penalises each unknown word.
 
     \b
-    Example:
+    Examples:
       mosesrnn moses-ini moses.ini --table $PWD/phrase-table.rnn.gz -o moses.rnn.ini
+      mosesrnn moses-ini system/moses.ini --absolute-paths --relative-to system -o moses.abs.ini
     """
+    _check_moses_ini_options(table, absolute_paths, relative_to,
+                             dict(add=add, features=features, weights=weights, feature=feature_name, binary=binary))
+    base = (relative_to or os.getcwd()) if absolute_paths else None
     try:
-        update = update_moses_ini(ini, table, output, add, features, weights, feature_name, binary)
+        if table is None:
+            changes = write_absolute_paths(ini, output, base)
+        else:
+            update = update_moses_ini(ini, table, output, add, features, weights, feature_name, binary, base)
+            changes = update.path_changes
     except _LIBRARY_ERRORS as error:
         raise click.ClickException(str(error)) from None
-    click.echo(f"{output}: {update.feature} ({update.type}, line {update.feature_line}) now reads "
-               f"{update.table_path} with num-features={update.new_num_features}; added weights "
-               f"{' '.join(repr(w) for w in update.weights)}", err=True)
-    if update.table_path != table:
+    if table is not None:
+        click.echo(f"{output}: {update.feature} ({update.type}, line {update.feature_line}) now reads "
+                   f"{update.table_path} with num-features={update.new_num_features}; added weights "
+                   f"{' '.join(repr(w) for w in update.weights)}", err=True)
+    if absolute_paths:
+        _report_path_changes(output, changes, base)
+    if table is not None and update.type in BINARY_FORMATS:
         click.echo(f"{update.type} reads the binarized table: build it with\n  mosesrnn binarize "
                    f"{table} --format {BINARY_FORMATS[update.type]} -o {update.table_path}", err=True)
+
+
+def _check_moses_ini_options(table, absolute_paths, relative_to, table_options) -> None:
+    if relative_to is not None and not absolute_paths:
+        raise click.UsageError("--relative-to goes with --absolute-paths")
+    if table is None:
+        if not absolute_paths:
+            raise click.UsageError("give --table (a scored phrase table to point at), --absolute-paths, or both")
+        given = [f"--{name}" for name, value in table_options.items() if value is not None]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} only go with --table")
+
+
+def _report_path_changes(output, changes, base) -> None:
+    click.echo(f"{output}: {len(changes)} relative path(s) made absolute against {base}", err=True)
+    for change in changes:
+        click.echo(f"  line {change.line_no}: {change.old} -> {change.new}", err=True)
+    missing = [change for change in changes if not change.exists]
+    for change in missing:
+        click.echo(f"warning: line {change.line_no}: nothing at {change.new}", err=True)
+    if missing:
+        click.echo("  (are the paths relative to another directory? name it with --relative-to)", err=True)
 
 
 @click.command("binarize")

@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 from sacrebleu.metrics import BLEU
 
+from .ini_paths import file_paths, is_relative
 from .moses_ini import parse_ini, read_weights
 from .tools import (
     MOSES_BIN_ENV,
@@ -168,21 +169,15 @@ def show_weights_command(tools: MosesTools, ini: str) -> list[str]:
 
 
 def relative_paths(ini: str) -> list[str]:
-    """``file:line: path=X`` for each relative ``path=`` of a ``[feature]`` line of ``ini``.
+    """``file:line: path=X`` for each relative file path of ``ini`` (see
+    :func:`~moses_integration.ini_paths.file_paths`).
 
     mert-moses.pl runs the decoder inside its working directory, where such paths do not resolve.
     Paths with ``$`` placeholders are left alone.
     """
     with open(ini, encoding="utf-8") as stream:
         lines = parse_ini(stream.read())
-    found = []
-    for line in lines:
-        if line.section != "feature":
-            continue
-        for token in line.value.split()[1:]:
-            if token.startswith("path=") and not token[5:].startswith(("/", "$")):
-                found.append(f"{ini}:{line.number}: {token}")
-    return found
+    return [f"{ini}:{found.line.number}: {found.token}" for found in file_paths(lines) if is_relative(found.path)]
 
 
 def _input_problems(options: MertOptions) -> list[str]:
@@ -198,9 +193,12 @@ def _input_problems(options: MertOptions) -> list[str]:
         problems.append(f"{options.work_dir} is not empty: tune into a fresh working directory (a stale "
                         "filtered/ or features.list would hide the changed features)")
     for ini in filter(None, (options.ini, options.baseline)):
-        if os.path.isfile(ini):
-            problems += [f"{where} is relative, but mert-moses.pl decodes inside its working directory: "
-                         "use an absolute path" for where in relative_paths(ini)]
+        relative = relative_paths(ini) if os.path.isfile(ini) else []
+        problems += [f"{where} is relative, but mert-moses.pl decodes inside its working directory: "
+                     "use an absolute path" for where in relative]
+        if relative:
+            problems.append(f"to make every path of {ini} absolute: mosesrnn moses-ini {ini} --absolute-paths "
+                            "--relative-to DIR -o NEW.ini, DIR being where they are relative to")
     return problems
 
 

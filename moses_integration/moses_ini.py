@@ -17,6 +17,7 @@ the names Moses gives them when it converts the old format (``ConvertWeightArgsP
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections import Counter
@@ -27,6 +28,7 @@ from mosesrnn.files import atomic_file
 from mosesrnn.formats.phrase_table import count_scores
 
 from .binarize import BINARY_FORMATS, moses_table_path
+from .ini_paths import PathChange, absolute_paths
 from .ini_text import IniLine, MosesIniError, parse_ini, replace_tokens, section_values, split_comment
 from .weights import initial_weights, scored_columns
 
@@ -75,6 +77,7 @@ class IniUpdate:
     weights: tuple[float, ...]
     table_path: str
     text: str
+    path_changes: tuple[PathChange, ...] = ()
 
 
 def _feature_args(line: IniLine) -> tuple[str, dict]:
@@ -287,12 +290,17 @@ def _same_file(a: str, b: str) -> bool:
 
 def update_moses_ini(ini_path: str, table: str, output: str, add: int | None = None,
                      features: Sequence[str] | None = None, weights: Sequence[float] | None = None,
-                     feature: str | None = None, binary: str | None = None) -> IniUpdate:
+                     feature: str | None = None, binary: str | None = None,
+                     absolute_to: str | None = None) -> IniUpdate:
     """Write ``output``: ``ini_path`` pointed at the scored ``table`` and its new columns.
 
     The new columns and their initial weights come from :func:`initial_weights`; without
     ``features`` and ``weights``, the column names are taken from the table's ``TABLE.json``
     (see :func:`scored_columns`) when it has one. See :func:`rewrite_ini` for what changes.
+    Given ``absolute_to``, ``table`` and ``binary`` are written as absolute paths (resolved
+    against the current directory, where they were given), then every other relative path of
+    the ini is made absolute against the directory ``absolute_to`` (see
+    :func:`~moses_integration.ini_paths.absolute_paths`).
     Refuses a table whose first line does not have exactly the new num-features scores. The
     output appears atomically; the input is never overwritten. Raises ValueError (its subclass
     :class:`MosesIniError` for the files), PhraseTableError and OSError.
@@ -302,8 +310,13 @@ def update_moses_ini(ini_path: str, table: str, output: str, add: int | None = N
     if features is None and weights is None:
         features = scored_columns(table)
     weights = initial_weights(add, features, weights)
+    if absolute_to is not None:
+        table, binary = os.path.abspath(table), binary and os.path.abspath(binary)
     with open(ini_path, encoding="utf-8", newline="") as stream:
         update = rewrite_ini(stream.read(), weights, table, feature, binary, ini_path)
+    if absolute_to is not None:
+        text, changes = absolute_paths(update.text, absolute_to)
+        update = dataclasses.replace(update, text=text, path_changes=tuple(changes))
     columns = count_scores(table)
     if columns != update.new_num_features:
         raise MosesIniError(table, 1, f"{columns} score columns, but {update.feature} "

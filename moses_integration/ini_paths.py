@@ -1,0 +1,108 @@
+"""The files a moses.ini names, and making their paths absolute.
+
+Moses opens a relative path as given, so it resolves against the directory the decoder runs in,
+not the ini's folder. mert-moses.pl decodes inside its working directory, where such paths break;
+:func:`absolute_paths` writes every one as an absolute path, resolved against the current
+directory (as Moses would, run from here) or a directory given.
+
+The paths are the ``path=`` arguments of ``[feature]`` lines and the file field of the legacy
+sections (``[ttable-file]``, ``[lmodel-file]``, ``[distortion-file]``, ``[generation-file]``).
+Paths holding a ``$`` placeholder (``${MODEL_PATH}/...``, as in Moses' regression tests) and
+other ``key=`` arguments are left alone.
+"""
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+from mosesrnn.files import atomic_file
+
+from .ini_text import IniLine, MosesIniError, parse_ini, replace_tokens, split_comment
+
+__all__ = ["LEGACY_PATH_FIELDS", "IniPath", "PathChange", "file_paths", "is_relative", "absolute_paths",
+           "write_absolute_paths"]
+
+#: Legacy sections naming a file on each line, and the index of the path among the line's fields.
+LEGACY_PATH_FIELDS = {"ttable-file": 4, "lmodel-file": 3, "distortion-file": 3, "generation-file": 3}
+
+
+@dataclass(frozen=True)
+class IniPath:
+    """A file named on ``line``: the ``index``-th token, which is ``token`` and names ``path``."""
+
+    line: IniLine
+    index: int
+    token: str
+    path: str
+
+
+@dataclass(frozen=True)
+class PathChange:
+    """A path :func:`absolute_paths` rewrote, and whether anything exists there."""
+
+    line_no: int
+    old: str
+    new: str
+    exists: bool
+
+
+def file_paths(lines: Sequence[IniLine]) -> Iterator[IniPath]:
+    """Every file path a moses.ini names, in file order."""
+    for line in lines:
+        tokens = line.value.split()
+        if line.section == "feature":
+            for index, token in enumerate(tokens[1:], start=1):
+                if token.startswith("path="):
+                    yield IniPath(line, index, token, token[len("path="):])
+        elif line.section in LEGACY_PATH_FIELDS and len(tokens) > LEGACY_PATH_FIELDS[line.section]:
+            index = LEGACY_PATH_FIELDS[line.section]
+            yield IniPath(line, index, tokens[index], tokens[index])
+
+
+def is_relative(path: str) -> bool:
+    """A relative path without ``$`` placeholders."""
+    return bool(path) and not os.path.isabs(path) and "$" not in path
+
+
+def _exists(path: str) -> bool:
+    # A compact table path=X is the file X.minphr, a compact reordering table X.minlexr.
+    return os.path.exists(path) or bool(glob.glob(glob.escape(path) + ".*"))
+
+
+def absolute_paths(text: str, base: str | None = None) -> tuple[str, list[PathChange]]:
+    """Rewrite every relative file path of a moses.ini's ``text`` as an absolute path.
+
+    ``base`` is the directory the paths are relative to (default: the current directory, where
+    Moses would resolve them). Pure but for checking which new paths exist; every other byte
+    stays as it was.
+    """
+    base = os.path.abspath(base or os.curdir)
+    ini = parse_ini(text)
+    lines = [line.raw for line in ini]
+    changes, edits = [], {}
+    for found in file_paths(ini):
+        if not is_relative(found.path):
+            continue
+        new = os.path.normpath(os.path.join(base, found.path))
+        edits.setdefault(found.line, {})[found.index] = found.token[:-len(found.path)] + new
+        changes.append(PathChange(found.line.number, found.path, new, _exists(new)))
+    for line, replacements in edits.items():
+        content, comment, ending = split_comment(line.raw)
+        lines[line.number - 1] = replace_tokens(content, replacements) + comment + ending
+    return "".join(lines), changes
+
+
+def write_absolute_paths(ini: str, output: str, base: str | None = None) -> list[PathChange]:
+    """Write ``output``: ``ini`` with every relative path made absolute (see :func:`absolute_paths`).
+
+    The output appears atomically and must differ from the input.
+    """
+    if os.path.exists(output) and os.path.samefile(ini, output):
+        raise MosesIniError(ini, None, "the output would overwrite the input; write a new file")
+    with open(ini, encoding="utf-8", newline="") as stream:
+        text, changes = absolute_paths(stream.read(), base)
+    with atomic_file(output) as stream:
+        stream.write(text.encode("utf-8"))
+    return changes
