@@ -192,8 +192,8 @@ def binarize(table, fmt, output, threads, rankscore, add_empty_alignment, moses_
 @click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
               help="Tuning runs per system: MERT is unstable, Clark et al. (2011) recommend at least 3.")
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Decoder threads (passed as --decoder-flags \"-threads N\" and when decoding the test "
-                   "set).")
+              help="Threads for the decoder (--decoder-flags \"-threads N\", and when decoding the test "
+                   "set) and for the optimiser (mert-moses.pl --threads N, given when N > 1).")
 @click.option("--moses-bin", type=click.Path(file_okay=False),
               help="Folder with the moses decoder (default: $MOSES_BIN, then PATH).")
 @click.option("--moses-scripts", type=click.Path(file_okay=False),

@@ -142,11 +142,17 @@ def plan_runs(options: MertOptions) -> list[TuningRun]:
 
 
 def mert_command(tools: MosesTools, options: MertOptions, run: TuningRun) -> list[str]:
-    """The mert-moses.pl command of one run (absolute paths: it changes into its working dir)."""
+    """The mert-moses.pl command of one run (absolute paths: it changes into its working dir).
+
+    ``options.threads`` go to the decoder (``--decoder-flags "-threads N"``) and, above 1, to the
+    optimiser too (mert-moses.pl's ``--threads N``), which otherwise runs on one core.
+    """
     command = [tools.mert_moses, os.path.abspath(options.dev_src), os.path.abspath(options.dev_ref),
                tools.moses, os.path.abspath(run.ini), "--mertdir", tools.mertdir,
                "--working-dir", os.path.abspath(run.working_dir),
                "--decoder-flags", f"-threads {options.threads}"]
+    if options.threads > 1:  # mert-moses.pl's own --threads reach the optimiser (mert)
+        command += ["--threads", str(options.threads)]
     if options.nbest is not None:
         command += ["--nbest", str(options.nbest)]
     if options.maximum_iterations is not None:

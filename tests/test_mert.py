@@ -110,7 +110,7 @@ def test_mert_command_passes_the_options(tmp_path, fake_moses):
     assert mert_command(tools, opts, run) == [
         str(fake_moses / "scripts" / "training" / "mert-moses.pl"), str(TEST_SRC), str(TEST_REF),
         str(fake_moses / "bin" / "moses"), str(INI), "--mertdir", str(fake_moses / "bin"),
-        "--working-dir", str(tmp_path / "work" / "run2"), "--decoder-flags", "-threads 8",
+        "--working-dir", str(tmp_path / "work" / "run2"), "--decoder-flags", "-threads 8", "--threads", "8",
         "--nbest", "200", "--maximum-iterations", "10", "--batch-mira", "--return-best-dev"]
 
 
@@ -172,8 +172,19 @@ def test_relative_table_paths_are_refused(tmp_path, fake_moses):
     assert relative_paths(str(ini)) == [f"{ini}:17: path=europarl.en.lm",
                                         f"{ini}:19: path=reordering-table.msd-bidirectional-fe.0.5.0-0.gz",
                                         f"{ini}:22: path=phrase-table.0-0.gz"]
-    with pytest.raises(MertSetupError, match="path=europarl.en.lm is relative, but mert-moses.pl decodes"):
+    with pytest.raises(MertSetupError, match="path=europarl.en.lm is relative, but mert-moses.pl decodes") as error:
         tune(options(tmp_path, ini=str(ini)), str(fake_moses / "bin"), str(fake_moses / "scripts"))
+    assert str(error.value).endswith(f"to make every path of {ini} absolute: mosesrnn moses-ini {ini} "
+                                     "--absolute-paths --relative-to DIR -o NEW.ini, DIR being where they are "
+                                     "relative to")
+
+
+def test_one_thread_leaves_the_optimiser_alone_more_reach_it(tmp_path, fake_moses):
+    """mert-moses.pl's --threads is the optimiser's; --decoder-flags "-threads N" only the decoder's."""
+    tools, _ = find_tools(str(fake_moses / "bin"), str(fake_moses / "scripts"))
+    one, four = (mert_command(tools, options(tmp_path, threads=n), plan_runs(options(tmp_path))[0]) for n in (1, 4))
+    assert "--threads" not in one
+    assert four[four.index("--decoder-flags"):][:4] == ["--decoder-flags", "-threads 4", "--threads", "4"]
 
 
 def test_cli_dry_run_prints_every_command(tmp_path, fake_moses):
@@ -188,7 +199,7 @@ def test_cli_dry_run_prints_every_command(tmp_path, fake_moses):
 
     def tuning(ini, run):
         return (f"{script} {TEST_SRC} {TEST_REF} {moses} {ini} --mertdir {bin_dir} "
-                f"--working-dir {work / run} --decoder-flags '-threads 4' --batch-mira "
+                f"--working-dir {work / run} --decoder-flags '-threads 4' --threads 4 --batch-mira "
                 f"> {work / run}.log 2>&1")
 
     def decoding(run):
