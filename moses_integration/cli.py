@@ -1,4 +1,4 @@
-"""Click commands ``moses-ini``, ``binarize`` and ``mert-moses``.
+"""Click commands ``moses-ini``, ``binarize``, ``mert-moses`` and ``mert-report``.
 
 Each parses its options, calls one library function and turns the library's errors into a
 :class:`click.ClickException` (message on stderr, exit status 1). Register them on a group with
@@ -15,11 +15,12 @@ from mosesrnn.formats.phrase_table import PhraseTableError
 from .binarize import BINARY_FORMATS, FORMATS, binarize_table
 from .ini_paths import write_absolute_paths
 from .mert import BLEU_TOKENIZERS, MertOptions, tune
+from .mert_report import apply_iteration, choose_iteration, format_tuning, read_tuning, tuning_dirs
 from .moses_ini import update_moses_ini
 from .tools import MosesToolError, format_command
 from .weights import DEFAULT_WEIGHTS
 
-__all__ = ["moses_ini", "binarize", "mert_moses"]
+__all__ = ["moses_ini", "binarize", "mert_moses", "mert_report"]
 
 _LIBRARY_ERRORS = (ValueError, PhraseTableError, MosesToolError, OSError)
 
@@ -239,3 +240,46 @@ def mert_moses(dev_src, dev_ref, ini, work_dir, runs, threads, moses_bin, moses_
     except _LIBRARY_ERRORS as error:
         raise click.ClickException(str(error)) from None
     click.echo(report)
+
+
+@click.command("mert-report")
+@click.argument("work_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--dev-ref", type=click.Path(exists=True, dir_okay=False),
+              help="The dev reference: also score each iteration's decoded dev set (runK.out) with sacreBLEU.")
+@click.option("--tokenize", type=click.Choice(BLEU_TOKENIZERS), default="none", show_default=True,
+              help="sacreBLEU tokenizer for --dev-ref (none: the dev text Moses tuned on is tokenised already).")
+@click.option("--apply", "which", metavar="ITER|best|last",
+              help="Write --ini with the weights of this iteration (best: highest dev BLEU) to -o.")
+@click.option("--ini", "full_ini", type=click.Path(exists=True, dir_okay=False),
+              help="With --apply: the full moses.ini that was tuned (the run*.moses.ini name filtered tables).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="With --apply: the new moses.ini (written atomically; must differ from --ini).")
+def mert_report(work_dir, dev_ref, tokenize, which, full_ini, output):
+    """Report the iterations of a finished or stopped tuning in WORK_DIR, and apply one.
+
+    WORK_DIR is a mert-moses.pl working directory, or one of `mosesrnn mert-moses` holding one per
+    run. For each iteration K it prints the weights of runK.moses.ini and the dev BLEU: the
+    optimiser's estimate from run(K-1).mert.log and, with --dev-ref, that of runK.out.
+
+    \b
+    Examples:
+      mosesrnn mert-report tune/
+      mosesrnn mert-report tune/run2 --dev-ref dev.fr --apply best --ini moses.rnn.ini -o moses.tuned.ini
+    """
+    if which is not None and (full_ini is None or output is None):
+        raise click.UsageError("--apply needs --ini (the full moses.ini) and -o (the new one)")
+    if which is None and (full_ini is not None or output is not None):
+        raise click.UsageError("--ini and -o go with --apply")
+    try:
+        tunings = [read_tuning(directory, dev_ref, tokenize) for directory in tuning_dirs(work_dir)]
+        if which is not None and len(tunings) > 1:
+            raise ValueError(f"{work_dir} holds {len(tunings)} tunings: --apply to one of them, e.g. "
+                             f"{tunings[0].path}")
+        click.echo("\n\n".join(format_tuning(tuning) for tuning in tunings))
+        if which is not None:
+            chosen = choose_iteration(tunings[0], which)
+            apply_iteration(chosen, full_ini, output)
+            click.echo(f"wrote {output}: {full_ini} with the weights of iteration {chosen.number} "
+                       f"({chosen.ini})", err=True)
+    except _LIBRARY_ERRORS as error:
+        raise click.ClickException(str(error)) from None

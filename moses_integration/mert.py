@@ -224,7 +224,11 @@ def _tune_one(tools: MosesTools, options: MertOptions, run: TuningRun, log: Call
         try:
             run_command(command, stdout=out, stderr=subprocess.STDOUT)
         except MosesToolError as error:
-            raise MosesToolError(f"{error}\nsee {run.log}") from None
+            raise MosesToolError(f"{error}\nsee {run.log}; the iterations done so far: mosesrnn mert-report "
+                                 f"{run.working_dir}") from None
+        except KeyboardInterrupt:
+            log(f"interrupted; the iterations done so far: mosesrnn mert-report {options.work_dir}")
+            raise
     if not os.path.isfile(run.tuned_ini):
         raise MosesToolError(f"{run.tuned_ini} was not written; see {run.log}")
 
@@ -244,7 +248,7 @@ def corpus_bleu(hypothesis: str, reference: str, tokenize: str = "13a") -> tuple
         refs = stream.read().splitlines()
     if len(hyps) != len(refs):
         raise ValueError(f"{hypothesis} has {len(hyps)} lines but {reference} has {len(refs)}")
-    metric = BLEU(tokenize=tokenize)
+    metric = BLEU(tokenize=tokenize, force=tokenize == "none")  # "none": tokenised text on purpose
     return metric.corpus_score(hyps, [refs]).score, str(metric.get_signature())
 
 
@@ -253,8 +257,9 @@ def mean_std(values: Sequence[float]) -> tuple[float, float | None]:
     return statistics.mean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
-def format_weights(tuned: dict[str, dict[str, tuple[float, ...]]]) -> str:
-    """A table of tuned weights, one row per weight (``Name`` or ``Name[i]``), one column per run."""
+def format_weights(tuned: dict[str, dict[str, tuple[float, ...]]], extra_rows: Sequence[Sequence[str]] = ()) -> str:
+    """A table of tuned weights, one row per weight (``Name`` or ``Name[i]``), one column per run;
+    ``extra_rows`` (a label and one cell per run, e.g. BLEU) go at the bottom."""
     runs = list(tuned)
     names = list(dict.fromkeys(name for weights in tuned.values() for name in weights))
     rows = [["weight", *runs]]
@@ -264,7 +269,7 @@ def format_weights(tuned: dict[str, dict[str, tuple[float, ...]]]) -> str:
             label = f"{name}[{i}]" if size > 1 else name
             cells = [_cell(tuned[run].get(name, ()), i) for run in runs]
             rows.append([label, *cells])
-    return _table(rows)
+    return _table(rows + [list(row) for row in extra_rows])
 
 
 def _cell(values: tuple[float, ...], i: int) -> str:

@@ -33,7 +33,7 @@ from .ini_text import IniLine, MosesIniError, parse_ini, replace_tokens, section
 from .weights import initial_weights, scored_columns
 
 __all__ = ["MosesIniError", "IniLine", "PhraseTable", "IniUpdate", "parse_ini", "phrase_tables",
-           "read_weights", "rewrite_ini", "update_moses_ini"]
+           "read_weights", "replace_weights", "rewrite_ini", "update_moses_ini"]
 
 SUPPORTED_TYPES = ("PhraseDictionaryMemory", "PhraseDictionaryCompact", "PhraseDictionaryOnDisk")
 WHY_UNSUPPORTED = {
@@ -152,6 +152,43 @@ def read_weights(path: str) -> dict[str, tuple[float, ...]]:
         except ValueError:
             raise MosesIniError(path, line.number, f"weight line {line.value!r} has a non-number") from None
     return weights
+
+
+def replace_weights(text: str, weights: dict[str, Sequence[float]], path: str = "moses.ini") -> str:
+    """Give the features of ``weights`` these values in the ``[weight]`` section of a moses.ini's ``text``.
+
+    Each feature's ``Name= ...`` line is rewritten (every one, if repeated; not if its values are
+    the same) and must hold as many values; a feature without a line gets one after the section's
+    last line. Every other byte stays.
+    Pure; raises :class:`MosesIniError` for a file without a ``[weight]`` section or a count mismatch.
+    """
+    ini = parse_ini(text)
+    lines = [line.raw for line in ini]
+    section = [line for line in ini if line.section == "weight"]
+    if not section:
+        raise MosesIniError(path, None, "no [weight] section (a legacy-format ini? convert it first)")
+    done = set()
+    for line in section_values(ini, "weight"):
+        match = _WEIGHT_LINE.match(line.value)
+        if not match or match.group(1) not in weights:
+            continue
+        name, values, old = match.group(1), tuple(weights[match.group(1)]), match.group(2).split()
+        if len(old) != len(values):
+            raise MosesIniError(path, line.number, f"{name} has {len(old)} weights here but {len(values)} are "
+                                "given: not the same system")
+        done.add(name)
+        if [float(v) for v in old] != [float(v) for v in values]:  # an unchanged line keeps its spelling
+            _, comment, ending = split_comment(line.raw)
+            lines[line.number - 1] = f"{_weight_text(name, values)}{' ' + comment if comment else ''}{ending}"
+    last = (section_values(ini, "weight") or section)[-1]
+    ending = split_comment(last.raw)[2]
+    added = "".join(_weight_text(name, weights[name]) + "\n" for name in weights if name not in done)
+    lines[last.number - 1] += ("" if ending or not added else "\n") + added
+    return "".join(lines)
+
+
+def _weight_text(name: str, values: Sequence[float]) -> str:
+    return f"{name}= {' '.join(repr(float(v)) for v in values)}"
 
 
 def _select(tables: Sequence[PhraseTable], feature: str | None, path: str) -> PhraseTable:

@@ -39,8 +39,8 @@ def main() -> None:
 
 def _register_commands() -> None:
     # moses_integration is the only code that calls Moses; its commands join this group too.
-    from moses_integration.cli import binarize, mert_moses, moses_ini
-    for command in (vocab, train, score, merge, nbest, mert, rerank, moses_ini, binarize, mert_moses):
+    from moses_integration.cli import binarize, mert_moses, mert_report, moses_ini
+    for command in (vocab, train, score, merge, nbest, mert, rerank, moses_ini, binarize, mert_moses, mert_report):
         main.add_command(command)
 
 
