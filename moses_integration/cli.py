@@ -89,7 +89,7 @@ def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute
     log-probability, -0.1 penalises each unknown word.
 
     \b
-    Examples:
+    Example:
       mosesrnn moses-ini moses.ini --table $PWD/phrase-table.rnn.gz -o moses.rnn.ini
       mosesrnn moses-ini system/moses.ini --absolute-paths --relative-to system -o moses.abs.ini
     """
@@ -262,7 +262,7 @@ def mert_report(work_dir, dev_ref, tokenize, which, full_ini, output):
     optimiser's estimate from run(K-1).mert.log and, with --dev-ref, that of runK.out.
 
     \b
-    Examples:
+    Example:
       mosesrnn mert-report tune/
       mosesrnn mert-report tune/run2 --dev-ref dev.fr --apply best --ini moses.rnn.ini -o moses.tuned.ini
     """

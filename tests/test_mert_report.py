@@ -222,3 +222,6 @@ kill -TERM $$
 def test_registered_on_the_mosesrnn_command():
     from mosesrnn.cli import main
     assert main.commands["mert-report"] is mert_report
+    text = CliRunner().invoke(main, ["mert-report", "--help"]).output
+    for option in ("Example:", "--dev-ref", "--tokenize", "--apply", "--ini", "--output"):
+        assert option in text
