@@ -1,6 +1,9 @@
 """Tune on the first half of the Tatoeba dev sentences, test on the second half (../shared data).
 
-    python benchmarks/mert_heldout.py [--restarts 20] [--seeds 1,2,3]
+    python benchmarks/mert_heldout.py [--restarts 20] [--seeds 1,2,3] [--lists A.gz B.gz]
+
+``--lists`` takes other lists of the same sentences, e.g. the shared ones with RNN0= and UNK0= added
+by `mosesrnn nbest`; their last list's decoder weights (new groups: 0) are the start point.
 
 Prints the 1-best BLEU (sacrebleu, tok none) of each half before (the decoder's weights of the last
 list) and after tuning, per seed: a gain on the tuning half that does not carry over is overfitting.
@@ -32,8 +35,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--restarts", type=int, default=20)
     parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--lists", nargs="+", default=[str(TATOEBA / "nbest" / name) for name in LISTS],
+                        help="n-best lists of the Tatoeba dev sentences, in decoding order")
     args = parser.parse_args()
-    lists = [str(TATOEBA / "nbest" / name) for name in LISTS]
+    lists = args.lists
     bleu = BleuStatistics(read_references([str(TATOEBA / "dev.tok.fr")]))
     problem = load_nbest(lists, bleu)
     half = problem.num_sentences // 2
@@ -41,10 +46,12 @@ def main() -> None:
     initial, _ = problem.decoder_weights()
     print(f"{bleu.signature}; tune: sentences 1-{half}, test: {half + 1}-{problem.num_sentences}; lists: {lists}")
     print(f"before: tune {one_best_bleu(tune, bleu, initial):.2f}, test {one_best_bleu(test, bleu, initial):.2f}")
+    columns = [f"{name}[{i}]" if size > 1 else name for name, size in problem.groups for i in range(size)]
     for seed in (int(seed) for seed in args.seeds.split(",")):
         weights = mert(tune, bleu.scores, initial, MertOptions(restarts=args.restarts, seed=seed)).weights
         print(f"seed {seed}: tune {one_best_bleu(tune, bleu, weights):.2f}, "
-              f"test {one_best_bleu(test, bleu, weights):.2f}; weights {' '.join(f'{w:.4f}' for w in weights)}")
+              f"test {one_best_bleu(test, bleu, weights):.2f}; weights "
+              f"{' '.join(f'{name}={w:.4f}' for name, w in zip(columns, weights))}")
 
 
 if __name__ == "__main__":
