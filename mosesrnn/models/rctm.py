@@ -88,7 +88,14 @@ class RCTM2Context:
     target_length: Tensor
 
     index_select = _select
-    cat = staticmethod(_cat)
+
+    @staticmethod
+    def cat(contexts: Sequence["RCTM2Context"]) -> "RCTM2Context":
+        """Stack the rows of several contexts, padding F^g to the widest."""
+        width = max(ctx.columns.size(1) for ctx in contexts)
+        padded = [replace(ctx, columns=torch.nn.functional.pad(ctx.columns, (0, 0, 0, width - ctx.columns.size(1))))
+                  for ctx in contexts]
+        return _cat(padded)
 
     def with_target_length(self, m: Tensor | int) -> "RCTM2Context":
         """The same sources, ``step`` conditioned on target length(s) m (words, EOS excluded)."""
