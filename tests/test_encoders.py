@@ -379,3 +379,18 @@ def test_cli_trains_and_scores_end_to_end(tmp_path, tatoeba_table, encoder):
     for old, new in zip(before, after):
         added = new.split(" ||| ")[2].split()[len(old.split(" ||| ")[2].split()):]
         assert len(added) == 2 and 0 < float(added[0]) <= 1
+
+
+@pytest.mark.parametrize("encoder", ENCODER_KINDS)
+def test_bf16_autocast_close_to_fp32(encoder):
+    model = tiny_model(encoder, seed=5, dtype=torch.float32, std=0.2)
+    args = batch(PAIRS, extra=1)
+    fp32 = model.log_prob(*args)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        bf16 = model.log_prob(*args)
+        ctx = model.source_context(*args[:2])
+        scored = model.score_log_prob(ctx, *args[2:])
+        log_p, _ = model.step(ctx, None, model.initial_state(ctx))
+    assert torch.isfinite(bf16).all() and torch.isfinite(scored).all() and not torch.isnan(log_p).any()
+    torch.testing.assert_close(bf16.float(), fp32, rtol=0.01, atol=0.05)
+    torch.testing.assert_close(scored.float(), fp32, rtol=0.01, atol=0.05)
