@@ -7,6 +7,7 @@ import click
 
 from ..direction import DIRECTIONS, SOURCE_TO_TARGET
 from ..formats.phrase_table import PhraseTableError
+from ..models.config import ENCODER_KINDS
 from .common import ENCODING, QUIET, TABLE, duration, fail, setup_logging
 
 
@@ -20,6 +21,10 @@ from .common import ENCODING, QUIET, TABLE, duration, fail, setup_logging
 @click.option("--preset", type=click.Choice(["small", "paper"]), default="small", show_default=True,
               help="Model sizes: paper = 1000 hidden units, 100-dim embeddings, 500 maxout units, "
                    "15,000-word shortlists; small = 256/64/128, 8,000 words (trains in minutes on a CPU).")
+@click.option("--encoder", type=click.Choice(ENCODER_KINDS),
+              help="The model [default: gru]: gru = C14's gated RNN encoder; grconv = gated recursive "
+                   "convolution (Cho et al. 2014b); rnn = plain tanh RNN encoder (these three with the C14 "
+                   "decoder); rctm1, rctm2 = Kalchbrenner & Blunsom (2013), with their own decoders.")
 @click.option("--direction", type=click.Choice(DIRECTIONS), default=SOURCE_TO_TARGET, show_default=True,
               help="source-to-target models p(target | source); target-to-source gives p(source | target).")
 @click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False, exists=True),
@@ -62,7 +67,7 @@ from .common import ENCODING, QUIET, TABLE, duration, fail, setup_logging
 @click.option("--output-rank", type=click.IntRange(1), help="Advanced: override the preset's output rank.")
 @ENCODING
 @QUIET
-def train(table, corpus, output_dir, preset, direction, vocab_dir, vocab_size, max_phrase_len, valid_share,
+def train(table, corpus, output_dir, preset, encoder, direction, vocab_dir, vocab_size, max_phrase_len, valid_share,
           valid_size, valid_every, patience, batch_size, clip_norm, max_updates, max_time, device, threads,
           bf16, seed, resume, embed_dim, hidden_dim, maxout_units, output_rank, encoding, quiet):
     """Train the RNN Encoder-Decoder on the unique phrase pairs of TABLE (or on --corpus).
@@ -80,8 +85,8 @@ def train(table, corpus, output_dir, preset, direction, vocab_dir, vocab_size, m
     from ..train.trainer import TrainConfig
     from ..train.trainer import train as run_training
     setup_logging(quiet)
-    overrides = {k: v for k, v in dict(embed_dim=embed_dim, hidden_dim=hidden_dim, maxout_units=maxout_units,
-                                       output_rank=output_rank).items() if v is not None}
+    overrides = {k: v for k, v in dict(encoder=encoder, embed_dim=embed_dim, hidden_dim=hidden_dim,
+                                       maxout_units=maxout_units, output_rank=output_rank).items() if v is not None}
     try:
         config = TrainConfig(output_dir, table=table, corpus=tuple(corpus) if corpus else None, preset=preset,
                              direction=direction, vocab_dir=vocab_dir, vocab_size=vocab_size,

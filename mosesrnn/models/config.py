@@ -10,10 +10,14 @@ from dataclasses import asdict, dataclass, fields
 
 from ..text.vocab import EOS_ID, PAD_ID, RESERVED, UNK_ID
 
-__all__ = ["PAD_ID", "UNK_ID", "EOS_ID", "NUM_RESERVED_IDS", "PRESETS", "ModelConfig", "preset_shortlist",
-           "model_config"]
+__all__ = ["PAD_ID", "UNK_ID", "EOS_ID", "NUM_RESERVED_IDS", "PRESETS", "ENCODER_KINDS", "ModelConfig",
+           "preset_shortlist", "model_config"]
 
 NUM_RESERVED_IDS = len(RESERVED)
+
+#: The encoder kinds (keys of `mosesrnn.models.encoders.ENCODERS`), listed here so that the CLI
+#: can offer them without importing torch.
+ENCODER_KINDS = ("gru", "grconv", "rnn", "rctm1", "rctm2")
 
 PRESETS = {
     # The paper's sizes (Sec. 4.1.1); the shortlist is 15,000 words per side.
@@ -37,8 +41,19 @@ class ModelConfig:
         init_std: standard deviation of the Gaussian for non-recurrent weights.
         recurrent_init_scale: scale of the orthogonal recurrent matrices
             (see `mosesrnn.models.encdec.EncoderDecoder.reset_parameters`).
-        encoder: the kind of encoder (a key of `mosesrnn.models.encoders.ENCODERS`); "gru" is
-            the paper's (C14, Sec. 2.3).
+        encoder: the kind of encoder (one of ENCODER_KINDS): "gru" is the paper's (C14, Sec. 2.3);
+            "grconv" the gated recursive convolution of Cho et al. (2014b, Sec. 2.2); "rnn" plain tanh
+            units; these three feed the C14 decoder. "rctm1" and "rctm2" are the models of
+            Kalchbrenner & Blunsom (2013, Secs. 3-4) with their own recurrent-LM decoders; they use one
+            size q = hidden_dim for word vectors and hidden layers and ignore embed_dim,
+            maxout_units and output_rank.
+        grconv_init_scale: spectral radius of the orthogonal grConv matrices W^l, W^r (2014b,
+            Sec. 5.2: 0.4).
+        csm_kernels: r of RCTM I's convolutional sentence model, kernels K^2..K^r and L^2..L^r
+            (KB13 Sec. 5.1.2: 15); wider kernels are factorised into two (Sec. 5.1.2).
+        cgm_ngram: n of RCTM II's convolutional n-gram model (KB13 Sec. 4: 4).
+        cgm_kernels: r of RCTM II's CGM (KB13 Sec. 5.1.2: 7).
+        icgm_kernels: s of RCTM II's inverse CGM, kernels J^2..J^s and H^2..H^s (KB13 Sec. 5.1.2: 9).
     """
 
     src_vocab_size: int
@@ -50,18 +65,28 @@ class ModelConfig:
     init_std: float = 0.01
     recurrent_init_scale: float = 1.0
     encoder: str = "gru"
+    grconv_init_scale: float = 0.4
+    csm_kernels: int = 15
+    cgm_ngram: int = 4
+    cgm_kernels: int = 7
+    icgm_kernels: int = 9
 
     def __post_init__(self):
+        if self.encoder not in ENCODER_KINDS:
+            raise ValueError(f"unknown encoder {self.encoder!r} (known: {', '.join(ENCODER_KINDS)})")
         for name in ("src_vocab_size", "trg_vocab_size"):
             if getattr(self, name) < NUM_RESERVED_IDS:
                 raise ValueError(f"{name} must be at least {NUM_RESERVED_IDS} (the reserved ids), "
                                  f"got {getattr(self, name)}")
-        for name in ("embed_dim", "hidden_dim", "maxout_units", "output_rank"):
+        for name in ("embed_dim", "hidden_dim", "maxout_units", "output_rank", "cgm_ngram"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        for name in ("init_std", "recurrent_init_scale"):
+        for name in ("init_std", "recurrent_init_scale", "grconv_init_scale"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        for name in ("csm_kernels", "cgm_kernels", "icgm_kernels"):
+            if getattr(self, name) < 2:
+                raise ValueError(f"{name} must be at least 2, got {getattr(self, name)}")
 
     def to_dict(self) -> dict:
         """Return the configuration as a plain dict (for checkpoints and logs)."""

@@ -1,7 +1,10 @@
-"""The RNN Encoder-Decoder of Cho et al. (2014), Sec. 2.2-2.3 and Appendix A: an encoder and the C14 decoder.
+"""The RNN Encoder-Decoder of Cho et al. (2014), Sec. 2.2-2.3 and Appendix A: an encoder and its decoder.
 
-:func:`build_model` picks the encoder by the config's ``encoder`` field (:data:`ENCODERS`); the
-rest of the code talks to :class:`EncoderDecoder` only and never asks which encoder it has.
+:func:`build_model` picks the encoder by the config's ``encoder`` field (:data:`ENCODERS`) and the
+decoder that encoder names (:data:`DECODERS`: the C14 decoder, or an RCTM's recurrent language
+model); the rest of the code talks to :class:`EncoderDecoder` only and never asks which it has.
+Every decoder offers ``context``, ``initial_state``, ``token_log_probs``, ``sequence_log_prob``
+and ``step``; its context has ``index_select`` and ``cat``.
 Biases, which the paper omits "to make the equations uncluttered", sit on the input-side
 Linears and on the output layer; the recurrent matrices U have none.
 
@@ -17,12 +20,16 @@ from torch import Tensor, nn
 from .config import ModelConfig
 from .decoder import C14Decoder, DecoderContext
 from .encoders import ENCODERS, EncoderOutput
+from .rctm import RCTM1Decoder, RCTM2Decoder
 
-__all__ = ["EncoderDecoder", "build_model"]
+__all__ = ["EncoderDecoder", "build_model", "DECODERS"]
+
+#: Decoder kinds by the name an encoder's ``decoder`` attribute gives.
+DECODERS: dict[str, type[nn.Module]] = {"c14": C14Decoder, "rctm1": RCTM1Decoder, "rctm2": RCTM2Decoder}
 
 
 class EncoderDecoder(nn.Module):
-    """An encoder (``config.encoder``) and the C14 decoder."""
+    """An encoder (``config.encoder``) and the decoder it feeds (the C14 decoder, or an RCTM's)."""
 
     def __init__(self, config: ModelConfig):
         super().__init__()
@@ -30,7 +37,7 @@ class EncoderDecoder(nn.Module):
             raise ValueError(f"unknown encoder {config.encoder!r} (known: {', '.join(ENCODERS)})")
         self.config = config
         self.encoder = ENCODERS[config.encoder](config)
-        self.decoder = C14Decoder(config)
+        self.decoder = DECODERS[self.encoder.decoder](config)
         self.reset_parameters()
 
     @torch.no_grad()
@@ -41,19 +48,25 @@ class EncoderDecoder(nn.Module):
         U_r, U_z, U and U'_r, U'_z, U'): the left singular vectors of a white Gaussian
         matrix times `recurrent_init_scale` (Saxe et al., 2014). The paper's text says
         the scale is 0.01; its GroundHog code used 1.0 (`rec_weight_scale`), our default.
+        A part may set its own scale (grConv: 0.4) and initialise its own special parameters
+        (``reset_own_parameters``, e.g. RCTM II's Poisson means).
         """
         H = self.config.hidden_dim
-        recurrent = {f"{prefix}.{name}" for prefix, part in (("encoder", self.encoder), ("decoder", self.decoder))
-                     for name in part.recurrent_weights}
+        parts = (("encoder", self.encoder), ("decoder", self.decoder))
+        recurrent = {f"{prefix}.{name}": getattr(part, "recurrent_init_scale", None) or self.config.recurrent_init_scale
+                     for prefix, part in parts for name in part.recurrent_weights}
         for name, param in self.named_parameters():
             if name.endswith("bias"):
                 param.zero_()
             elif name in recurrent:
                 for block in param.split(H, dim=0):  # (H, H) each
                     left, _, _ = torch.linalg.svd(torch.randn(H, H, device=param.device))
-                    block.copy_(left * self.config.recurrent_init_scale)
+                    block.copy_(left * recurrent[name])
             else:
                 param.normal_(0.0, self.config.init_std)
+        for _, part in parts:
+            if hasattr(part, "reset_own_parameters"):
+                part.reset_own_parameters()
 
     def num_parameters(self) -> int:
         """Number of trainable scalars."""

@@ -384,8 +384,8 @@ def train(config: TrainConfig, should_stop=None) -> TrainResult:
              len(data.valid), data.dropped, (data.train.nbytes + data.valid.nbytes) / 1e6,
              time.monotonic() - loading, 100 * data.coverage[0], 100 * data.coverage[1])
     run = _Run(config, data, state)
-    log.info("model: %s preset, %d parameters, %s, device %s%s, %d threads; loss: %s", config.preset,
-             run.model.num_parameters(), config.direction, run.device,
+    log.info("model: %s preset, %s encoder, %d parameters, %s, device %s%s, %d threads; loss: %s", config.preset,
+             run.model.config.encoder, run.model.num_parameters(), config.direction, run.device,
              " (bf16 autocast)" if config.bf16 else "",
              torch.get_num_threads(), LOSS_DEFINITION)
     log.info("unigram baseline: validation perplexity %.1f per token", run.unigram_ppl)
