@@ -18,7 +18,7 @@ import numpy as np
 from mosesrnn.tuning.bleu import BleuStatistics
 from mosesrnn.tuning.mert import MertOptions, mert
 from mosesrnn.tuning.problem import TuningProblem, load_nbest
-from mosesrnn.tuning.tune import read_references
+from mosesrnn.tuning.tune import initial_weights, read_references
 
 TATOEBA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "tatoeba-moses-en-fr"
 #: In decoding order: the initial weights are those of the last list.
@@ -35,6 +35,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--restarts", type=int, default=20)
     parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--init", help="start from these [weight] lines (groups they lack: 0) rather than the "
+                                           "decoder weights fitted to the last list's totals")
     parser.add_argument("--lists", nargs="+", default=[str(TATOEBA / "nbest" / name) for name in LISTS],
                         help="n-best lists of the Tatoeba dev sentences, in decoding order")
     args = parser.parse_args()
@@ -43,8 +45,9 @@ def main() -> None:
     problem = load_nbest(lists, bleu)
     half = problem.num_sentences // 2
     tune, test = problem.subset(range(half)), problem.subset(range(half, problem.num_sentences))
-    initial, _ = problem.decoder_weights()
-    print(f"{bleu.signature}; tune: sentences 1-{half}, test: {half + 1}-{problem.num_sentences}; lists: {lists}")
+    initial, source = initial_weights(problem, args.init)
+    print(f"{bleu.signature}; tune: sentences 1-{half}, test: {half + 1}-{problem.num_sentences}; lists: {lists}; "
+          f"initial weights: {source}")
     print(f"before: tune {one_best_bleu(tune, bleu, initial):.2f}, test {one_best_bleu(test, bleu, initial):.2f}")
     columns = [f"{name}[{i}]" if size > 1 else name for name, size in problem.groups for i in range(size)]
     for seed in (int(seed) for seed in args.seeds.split(",")):
