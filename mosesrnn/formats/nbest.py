@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
 from .compressed import open_input
+from .errors import FileLineError
 
 __all__ = [
     "NbestError", "NbestEntry", "parse_line", "parse_features", "format_line", "read_nbest",
@@ -32,12 +33,8 @@ FIELD_SEPARATOR = "|||"
 _LABEL_ENDINGS = ("=", ":")
 
 
-class NbestError(ValueError):
+class NbestError(FileLineError):
     """A malformed n-best list; the message names the file and the line (``PATH:LINE: problem``)."""
-
-    def __init__(self, path: str, line_no: int, problem: str):
-        super().__init__(f"{path}:{line_no}: {problem}")
-        self.path, self.line_no, self.problem = path, line_no, problem
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Sequence
 
 from .compressed import decompressed
+from .errors import FileLineError
 
 __all__ = [
     "PhraseTableError", "PhraseEntry", "parse_line", "format_line", "MAX_TABLE_EXPONENT", "table_value",
@@ -26,12 +27,8 @@ __all__ = [
 FIELD_SEPARATOR = "|||"
 
 
-class PhraseTableError(ValueError):
+class PhraseTableError(FileLineError):
     """A malformed phrase table; the message names the file and the line."""
-
-    def __init__(self, path: str, line_no: int, problem: str):
-        super().__init__(f"{path}:{line_no}: {problem}")
-        self.path, self.line_no, self.problem = path, line_no, problem
 
 
 @dataclass(frozen=True)
