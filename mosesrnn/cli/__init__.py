@@ -7,6 +7,7 @@ import signal
 import click
 
 from .. import __version__
+from .analysis import embed, perplexity, report, topk
 from .generate import augment, sample, translate
 from .merge import merge
 from .score import score
@@ -38,7 +39,8 @@ def main() -> None:
 def _register_commands() -> None:
     # moses_integration is the only code that calls Moses; its commands join this group too.
     from moses_integration.cli import binarize, mert_moses, moses_ini
-    for command in (vocab, train, score, merge, sample, translate, augment, moses_ini, binarize, mert_moses):
+    for command in (vocab, train, score, merge, sample, translate, augment, topk, perplexity, embed, report,
+                    moses_ini, binarize, mert_moses):
         main.add_command(command)
 
 

@@ -51,10 +51,11 @@ def text_output(path: str | None):
     import io
 
     from ..formats.phrase_table import atomic_output
-    with atomic_output(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", newline="\n") as stream:
+    with atomic_output(path) as raw:
+        stream = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
         yield stream
         stream.flush()
-        stream.detach()
+        stream.detach()  # the raw stream is closed (and renamed into place) by atomic_output
 
 
 def _sources(source: tuple[str, ...], input_path: str | None) -> list[str]:
