@@ -39,9 +39,10 @@ class Ranking:
 
 
 def choose_groups(path: str, *, sources: Sequence[str] | None = None, count: int = 10, min_words: int = 4,
-                  seed: int = 1, encoding: str = "utf-8") -> list[list[PhraseEntry]]:
+                  min_candidates: int = 1, seed: int = 1, encoding: str = "utf-8") -> list[list[PhraseEntry]]:
     """The table's line groups of ``sources`` (in that order), or of ``count`` sources drawn
-    uniformly (reservoir sampling, seeded) among those with ``min_words`` words or more."""
+    uniformly (reservoir sampling, seeded) among those with ``min_words`` words or more and
+    ``min_candidates`` targets or more."""
     groups: Iterable[list[PhraseEntry]] = source_groups(path, encoding)
     if sources is not None:
         wanted = {source: None for source in sources}
@@ -54,7 +55,7 @@ def choose_groups(path: str, *, sources: Sequence[str] | None = None, count: int
         return list(wanted.values())
     rng, chosen, seen = random.Random(seed), [], 0
     for group in groups:
-        if len(words(group[0].source)) < min_words:
+        if len(words(group[0].source)) < min_words or len(group) < min_candidates:
             continue
         seen += 1
         if len(chosen) < count:

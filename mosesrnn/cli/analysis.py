@@ -34,6 +34,8 @@ def _load(model_path: str, device: str, threads: int | None):
               help="Without --source: this many source phrases drawn at random (seeded)...")
 @click.option("--min-words", default=4, show_default=True, type=click.IntRange(1),
               help="...among those with at least this many words (C14: 4).")
+@click.option("--min-candidates", default=1, show_default=True, type=click.IntRange(1),
+              help="...and at least this many targets in the table.")
 @click.option("--seed", default=1, show_default=True, type=int)
 @click.option("--tm-column", default=2, show_default=True, type=int,
               help="0-based score column of the translation model's p(target | source): Moses' third "
@@ -43,8 +45,8 @@ def _load(model_path: str, device: str, threads: int | None):
 @THREADS
 @ENCODING
 @QUIET
-def topk(table, model_path, k, sources, num_sources, min_words, seed, tm_column, tsv, device, threads, encoding,
-         quiet):
+def topk(table, model_path, k, sources, num_sources, min_words, min_candidates, seed, tm_column, tsv, device, threads,
+         encoding, quiet):
     """The k targets the RNN ranks highest among TABLE's candidates, beside the translation model's (C14 Table 2).
 
     \b
@@ -56,7 +58,7 @@ def topk(table, model_path, k, sources, num_sources, min_words, seed, tm_column,
     try:
         trained, device = _load(model_path, device, threads)
         groups = choose_groups(table, sources=list(sources) or None, count=num_sources, min_words=min_words,
-                               seed=seed, encoding=encoding)
+                               min_candidates=min_candidates, seed=seed, encoding=encoding)
         rankings = rank_candidates(trained, groups, k=k, tm_column=tm_column, device=device)
         if tsv:
             with text_output(tsv) as stream:
