@@ -154,15 +154,20 @@ def embed(model_path, num_words, phrase_table, max_phrases, projection, queries,
         with text_output(prefix + ".tsv") as stream:
             stream.write("label\tx\ty\n")
             stream.writelines(f"{label}\t{x:.4f}\t{y:.4f}\n" for label, (x, y) in zip(labels, points))
-        report = [f"{query}: " + ", ".join(f"{label} ({sim:.3f})"
-                                           for label, sim in embeddings.neighbours(labels, vectors, query, k))
-                  for query in (queries or labels[:5])]
+        report = [_neighbour_line(embeddings, labels, vectors, query, k) for query in (queries or labels[:5])]
         with text_output(prefix + ".neighbours.txt") as stream:
             stream.write("\n".join(report) + "\n")
     except ERRORS as error:
         raise fail(error) from None
     click.echo("\n".join(report))
     log.info("wrote %s.tsv, %s.png, %s.neighbours.txt", prefix, prefix, prefix)
+
+
+def _neighbour_line(embeddings, labels, vectors, query: str, k: int) -> str:
+    if query not in labels:
+        return f"{query}: (not among the {len(labels)} embedded items)"
+    found = embeddings.neighbours(labels, vectors, query, k)
+    return f"{query}: " + ", ".join(f"{label} ({similarity:.3f})" for label, similarity in found)
 
 
 def _distinct_sources(path: str, limit: int, encoding: str) -> list[str]:
