@@ -116,7 +116,7 @@ def _pairs(inputs, encoding, TextPair):
 @click.option("--words", "num_words", type=click.IntRange(2), help="Map the N most frequent input words' e(x).")
 @click.option("--phrases", "phrase_table", type=TABLE, help="Map the representations c of this table's sources.")
 @click.option("--max-phrases", default=2000, show_default=True, type=click.IntRange(2),
-              help="Distinct source phrases taken from --phrases (the first ones).")
+              help="Distinct source phrases of --phrases, drawn at random (--seed).")
 @click.option("--projection", type=click.Choice(["tsne", "pca"]), default="tsne", show_default=True)
 @click.option("--query", "queries", multiple=True, help="Items whose nearest neighbours are listed (repeatable; "
               "default: the first five).")
@@ -145,7 +145,7 @@ def embed(model_path, num_words, phrase_table, max_phrases, projection, queries,
         if num_words:
             labels, vectors = embeddings.word_vectors(trained, num_words)
         else:
-            labels = _distinct_sources(phrase_table, max_phrases, encoding)
+            labels = _distinct_sources(phrase_table, max_phrases, encoding, seed)
             vectors = embeddings.phrase_vectors(trained, labels)
         points = embeddings.project(vectors, projection, seed)
         what = "word embeddings e(x)" if num_words else "phrase representations c"
@@ -170,14 +170,22 @@ def _neighbour_line(embeddings, labels, vectors, query: str, k: int) -> str:
     return f"{query}: " + ", ".join(f"{label} ({similarity:.3f})" for label, similarity in found)
 
 
-def _distinct_sources(path: str, limit: int, encoding: str) -> list[str]:
+def _distinct_sources(path: str, limit: int, encoding: str, seed: int) -> list[str]:
+    """``limit`` distinct source phrases of a table drawn uniformly (reservoir sampling, seeded; C14
+    Fig. 5 shows randomly selected phrases), in table order. Repeats are recognised when adjacent."""
+    import random
+
     from ..formats.phrase_table import read_entries
-    found: dict[str, None] = {}
+    rng, chosen, seen, previous = random.Random(seed), [], 0, None
     for entry in read_entries(path, encoding):
-        found.setdefault(entry.source)
-        if len(found) >= limit:
-            break
-    return list(found)
+        if entry.source == previous:
+            continue
+        previous, seen = entry.source, seen + 1
+        if len(chosen) < limit:
+            chosen.append((seen, entry.source))
+        elif (slot := rng.randrange(seen)) < limit:
+            chosen[slot] = (seen, entry.source)
+    return list(dict.fromkeys(source for _, source in sorted(chosen)))
 
 
 @click.command()
