@@ -113,3 +113,17 @@ def test_scores_of_a_sentence_do_not_depend_on_chunking(trained, tmp_path):
                                                                         abs=1e-5)
     with pytest.raises(NbestError):
         parse_line("0 ||| only three ||| fields\n")
+
+
+def test_translate_writes_n_best_lists_that_nbest_reads(trained, tmp_path):
+    model = save_tiny_model(str(tmp_path / "m.pt"))
+    source = tmp_path / "five.en"
+    source.write_text("".join(SOURCE.read_text(encoding="utf-8").splitlines(True)[:5]), encoding="utf-8")
+    kbest = tmp_path / "5best.txt"
+    result = CliRunner().invoke(main, ["translate", "-m", model, "--input", str(source), "--beam", "5",
+                                       "--nbest", "5", "-o", str(kbest), "--allow-unk"])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "5best.unk.txt"
+    summary = score_nbest(str(kbest), str(source), str(out), [UnknownWordFeature(trained.vocabularies, "target")])
+    assert summary.sentences == 5 and summary.lines == read_lines(kbest).__len__()
+    assert all(parse_line(line + "\n").feature_names == ("RNN0", "UNK0") for line in read_lines(out))

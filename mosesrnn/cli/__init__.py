@@ -7,6 +7,8 @@ import signal
 import click
 
 from .. import __version__
+from .analysis import embed, perplexity, report, topk
+from .generate import augment, sample, translate
 from .merge import merge
 from .nbest import nbest
 from .score import score
@@ -40,7 +42,8 @@ def main() -> None:
 def _register_commands() -> None:
     # moses_integration is the only code that calls Moses; its commands join this group too.
     from moses_integration.cli import binarize, mert_moses, mert_report, moses_ini
-    for command in (vocab, train, score, merge, nbest, mert, rerank, moses_ini, binarize, mert_moses, mert_report):
+    for command in (vocab, train, score, merge, nbest, mert, rerank, sample, translate, augment, topk, perplexity,
+                    embed, report, moses_ini, binarize, mert_moses, mert_report):
         main.add_command(command)
 
 

@@ -1,0 +1,100 @@
+"""The RNN column of a scored phrase table against the translation model's (C14 Fig. 3).
+
+Reads a table written by ``mosesrnn score``: the rnn column holds ``e^{log p}``, so log p is the
+log of the written value (Moses' view; values below ``e^-100`` are floored to -100 as Moses does).
+The translation-model column is the direct phrase probability p(target | source): in Moses'
+standard order ``p(f|e) lex(f|e) p(e|f) lex(e|f)`` (f the source) that is the third score,
+index 2, which C14 calls p(f | e) (their f is the target). Rank correlation: Spearman's rho
+(scipy), on all lines read.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..formats.phrase_table import read_entries
+
+__all__ = ["ColumnPair", "read_columns", "rnn_column_index", "spearman", "plot_report", "TM_COLUMN"]
+
+TM_COLUMN = 2  # Moses' third score: the direct phrase translation probability p(target | source)
+LOG_FLOOR = -100.0
+
+
+@dataclass
+class ColumnPair:
+    rnn: np.ndarray  # log p of the rnn column, per line
+    tm: np.ndarray  # log of the translation-model column
+    lines: int
+    rnn_column: int
+    tm_column: int
+
+
+def rnn_column_index(path: str) -> int | None:
+    """The rnn column's index, counted from the end (negative), from the ``.json`` sidecar that
+    `mosesrnn score` writes (its ``appended_columns`` are the last columns, in order); None without one."""
+    sidecar = path + ".json"
+    if not os.path.exists(sidecar):
+        return None
+    with open(sidecar, encoding="utf-8") as stream:
+        names = list(json.load(stream).get("appended_columns") or [])
+    return names.index("rnn") - len(names) if "rnn" in names else None
+
+
+def _log(value: float) -> float:
+    return max(math.log(value), LOG_FLOOR) if value > 0 else LOG_FLOOR
+
+
+def read_columns(path: str, rnn_column: int | None = None, tm_column: int = TM_COLUMN,
+                 max_lines: int | None = None, encoding: str = "utf-8") -> ColumnPair:
+    """log values of the rnn and translation-model columns of each line (the first ``max_lines``).
+
+    ``rnn_column`` None: from the sidecar, else the last column. Negative indices count from the end.
+    """
+    if rnn_column is None:
+        rnn_column = rnn_column_index(path)
+    rnn_column = -1 if rnn_column is None else rnn_column
+    rnn, tm = [], []
+    for entry in read_entries(path, encoding):
+        if max_lines is not None and len(rnn) >= max_lines:
+            break
+        rnn.append(_log(entry.scores[rnn_column]))
+        tm.append(_log(entry.scores[tm_column]))
+    if not rnn:
+        raise ValueError(f"{path}: no lines")
+    width = len(entry.scores)
+    return ColumnPair(np.array(rnn), np.array(tm), len(rnn), rnn_column % width, tm_column % width)
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rank correlation (ties get average ranks)."""
+    from scipy.stats import spearmanr
+    return float(spearmanr(x, y).statistic)
+
+
+def plot_report(columns: ColumnPair, path: str, title: str, max_points: int = 50000, seed: int = 1) -> float:
+    """Scatter of rnn log p against log p(target | source) and both histograms, as a PNG; returns rho."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rho = spearman(columns.rnn, columns.tm)
+    shown = sorted(random.Random(seed).sample(range(columns.lines), min(max_points, columns.lines)))
+    fig, (scatter, tm_hist, rnn_hist) = plt.subplots(1, 3, figsize=(15, 4.6), dpi=80)
+    scatter.scatter(columns.rnn[shown], columns.tm[shown], s=2, alpha=0.2, linewidths=0)
+    scatter.set_xlabel(f"RNN log p(target | source) (column {columns.rnn_column + 1})")
+    scatter.set_ylabel(f"TM log p(target | source) (column {columns.tm_column + 1})")
+    scatter.set_title(f"{len(shown)} of {columns.lines} pairs; Spearman rho = {rho:.3f}")
+    tm_hist.hist(columns.tm, bins=60, color="tab:orange")
+    tm_hist.set_xlabel("TM log p(target | source)")
+    tm_hist.set_ylabel("pairs")
+    rnn_hist.hist(columns.rnn, bins=60)
+    rnn_hist.set_xlabel("RNN log p(target | source)")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return rho

@@ -1,0 +1,219 @@
+"""``mosesrnn topk``, ``perplexity``, ``embed`` and ``report``: looking into a trained model."""
+from __future__ import annotations
+
+import logging
+import os
+
+import click
+
+from ..formats.phrase_table import PhraseTableError
+from .common import ENCODING, QUIET, TABLE, fail, setup_logging
+from .generate import DEVICE, MODEL, THREADS, read_lines, text_output
+
+log = logging.getLogger("mosesrnn")
+ERRORS = (PhraseTableError, ValueError, FileNotFoundError)
+
+
+def _load(model_path: str, device: str, threads: int | None):
+    import torch
+
+    from ..devices import resolve_device
+    from ..models.model_file import load_trained_model
+    if threads:
+        torch.set_num_threads(threads)
+    device = resolve_device(device)
+    return load_trained_model(model_path, map_location=device), device
+
+
+@click.command()
+@click.argument("table", type=TABLE)
+@MODEL
+@click.option("-k", default=3, show_default=True, type=click.IntRange(1), help="Targets listed per ranker.")
+@click.option("--source", "sources", multiple=True, metavar="PHRASE", help="A source phrase to list (repeatable).")
+@click.option("--num-sources", default=10, show_default=True, type=click.IntRange(1),
+              help="Without --source: this many source phrases drawn at random (seeded)...")
+@click.option("--min-words", default=4, show_default=True, type=click.IntRange(1),
+              help="...among those with at least this many words (C14: 4).")
+@click.option("--min-candidates", default=1, show_default=True, type=click.IntRange(1),
+              help="...and at least this many targets in the table.")
+@click.option("--seed", default=1, show_default=True, type=int)
+@click.option("--tm-column", default=2, show_default=True, type=int,
+              help="0-based score column of the translation model's p(target | source): Moses' third "
+                   "score p(e|f) in its order p(f|e) lex(f|e) p(e|f) lex(e|f), f the source.")
+@click.option("--tsv", type=TABLE, help="Also write the lists as TSV here.")
+@DEVICE
+@THREADS
+@ENCODING
+@QUIET
+def topk(table, model_path, k, sources, num_sources, min_words, min_candidates, seed, tm_column, tsv, device, threads,
+         encoding, quiet):
+    """The k targets the RNN ranks highest among TABLE's candidates, beside the translation model's (C14 Table 2).
+
+    \b
+    Example:
+      mosesrnn topk phrase-table.gz -m model/best.pt -k 3 --num-sources 10 --tsv top3.tsv
+    """
+    from ..analysis.topk import choose_groups, rank_candidates, text_report, tsv_lines
+    setup_logging(quiet)
+    try:
+        trained, device = _load(model_path, device, threads)
+        groups = choose_groups(table, sources=list(sources) or None, count=num_sources, min_words=min_words,
+                               min_candidates=min_candidates, seed=seed, encoding=encoding)
+        rankings = rank_candidates(trained, groups, k=k, tm_column=tm_column, device=device)
+        if tsv:
+            with text_output(tsv) as stream:
+                stream.writelines(line + "\n" for line in tsv_lines(rankings))
+    except ERRORS as error:
+        raise fail(error) from None
+    click.echo(text_report(rankings))
+
+
+@click.command()
+@MODEL
+@click.argument("inputs", nargs=-1, required=True, type=TABLE, metavar="SRC TRG | TABLE")
+@click.option("--seed", default=1, show_default=True, type=int, help="Seed of the source shuffle.")
+@click.option("--max-pairs", type=click.IntRange(1), help="Use the first N pairs (a table: its first N unique pairs).")
+@DEVICE
+@THREADS
+@ENCODING
+@QUIET
+def perplexity(model_path, inputs, seed, max_pairs, device, threads, encoding, quiet):
+    """Per-token perplexity of the gold targets, and with the sources shuffled across pairs.
+
+    INPUTS: a tokenised parallel corpus (SRC TRG, line i translating line i), or a phrase table
+    (its unique pairs). The shuffled control tells how much the model uses the source.
+
+    \b
+    Example:
+      mosesrnn perplexity -m sent-model/best.pt test.tok.en test.tok.fr
+    """
+    from ..analysis.perplexity import TextPair
+    from ..analysis.perplexity import perplexity as compute
+    setup_logging(quiet)
+    if len(inputs) not in (1, 2):
+        raise click.UsageError("give SRC TRG (two files) or one phrase table")
+    try:
+        pairs = _pairs(inputs, encoding, TextPair)[:max_pairs]
+        trained, device = _load(model_path, device, threads)
+        result = compute(trained, pairs, seed=seed, device=device)
+    except ERRORS as error:
+        raise fail(error) from None
+    click.echo(result.summary())
+
+
+def _pairs(inputs, encoding, TextPair):
+    if len(inputs) == 2:
+        sources, targets = read_lines(inputs[0]), read_lines(inputs[1])
+        if len(sources) != len(targets):
+            raise ValueError(f"{inputs[0]} has {len(sources)} lines, {inputs[1]} {len(targets)}")
+        return [TextPair(s, t) for s, t in zip(sources, targets)]
+    from ..formats.phrase_table import read_entries
+    return list(dict.fromkeys(TextPair(e.source, e.target) for e in read_entries(inputs[0], encoding)))
+
+
+@click.command()
+@MODEL
+@click.option("--words", "num_words", type=click.IntRange(2), help="Map the N most frequent input words' e(x).")
+@click.option("--phrases", "phrase_table", type=TABLE, help="Map the representations c of this table's sources.")
+@click.option("--max-phrases", default=2000, show_default=True, type=click.IntRange(2),
+              help="Distinct source phrases of --phrases, drawn at random (--seed).")
+@click.option("--projection", type=click.Choice(["tsne", "pca"]), default="tsne", show_default=True)
+@click.option("--query", "queries", multiple=True, help="Items whose nearest neighbours are listed (repeatable; "
+              "default: the first five).")
+@click.option("--neighbours", "k", default=5, show_default=True, type=click.IntRange(1))
+@click.option("-o", "--output", "prefix", required=True,
+              help="Output prefix: PREFIX.tsv (label, x, y), PREFIX.png and PREFIX.neighbours.txt.")
+@click.option("--seed", default=1, show_default=True, type=int)
+@THREADS
+@ENCODING
+@QUIET
+def embed(model_path, num_words, phrase_table, max_phrases, projection, queries, k, prefix, seed, threads,
+          encoding, quiet):
+    """Word embeddings e(x) or phrase representations c, mapped to 2-D (C14 Fig. 4-5).
+
+    \b
+    Example:
+      mosesrnn embed -m model/best.pt --words 1000 -o docs/words
+      mosesrnn embed -m model/best.pt --phrases phrase-table.gz --max-phrases 3000 -o docs/phrases
+    """
+    from ..analysis import embeddings
+    setup_logging(quiet)
+    if (num_words is None) == (phrase_table is None):
+        raise click.UsageError("give --words N or --phrases TABLE")
+    try:
+        trained, _ = _load(model_path, "cpu", threads)
+        if num_words:
+            labels, vectors = embeddings.word_vectors(trained, num_words)
+        else:
+            labels = _distinct_sources(phrase_table, max_phrases, encoding, seed)
+            vectors = embeddings.phrase_vectors(trained, labels)
+        points = embeddings.project(vectors, projection, seed)
+        what = "word embeddings e(x)" if num_words else "phrase representations c"
+        embeddings.plot_map(points, labels, prefix + ".png", f"{projection.upper()} of {len(labels)} {what} "
+                            f"({os.path.basename(model_path)})")
+        with text_output(prefix + ".tsv") as stream:
+            stream.write("label\tx\ty\n")
+            stream.writelines(f"{label}\t{x:.4f}\t{y:.4f}\n" for label, (x, y) in zip(labels, points))
+        report = [_neighbour_line(embeddings, labels, vectors, query, k) for query in (queries or labels[:5])]
+        with text_output(prefix + ".neighbours.txt") as stream:
+            stream.write("\n".join(report) + "\n")
+    except ERRORS as error:
+        raise fail(error) from None
+    click.echo("\n".join(report))
+    log.info("wrote %s.tsv, %s.png, %s.neighbours.txt", prefix, prefix, prefix)
+
+
+def _neighbour_line(embeddings, labels, vectors, query: str, k: int) -> str:
+    if query not in labels:
+        return f"{query}: (not among the {len(labels)} embedded items)"
+    found = embeddings.neighbours(labels, vectors, query, k)
+    return f"{query}: " + ", ".join(f"{label} ({similarity:.3f})" for label, similarity in found)
+
+
+def _distinct_sources(path: str, limit: int, encoding: str, seed: int) -> list[str]:
+    """``limit`` distinct source phrases of a table drawn uniformly (reservoir sampling, seeded; C14
+    Fig. 5 shows randomly selected phrases), in table order. Repeats are recognised when adjacent."""
+    import random
+
+    from ..formats.phrase_table import read_entries
+    rng, chosen, seen, previous = random.Random(seed), [], 0, None
+    for entry in read_entries(path, encoding):
+        if entry.source == previous:
+            continue
+        previous, seen = entry.source, seen + 1
+        if len(chosen) < limit:
+            chosen.append((seen, entry.source))
+        elif (slot := rng.randrange(seen)) < limit:
+            chosen[slot] = (seen, entry.source)
+    return list(dict.fromkeys(source for _, source in sorted(chosen)))
+
+
+@click.command()
+@click.argument("table", type=TABLE)
+@click.option("-o", "--output", required=True, help="The PNG (scatter and histograms).")
+@click.option("--rnn-column", type=int, help="0-based column of the RNN score (default: from TABLE.json, else last).")
+@click.option("--tm-column", default=2, show_default=True, type=int,
+              help="0-based column of the translation model's p(target | source) (Moses' third score).")
+@click.option("--max-lines", type=click.IntRange(1), help="Read only the first N lines.")
+@click.option("--max-points", default=50000, show_default=True, type=click.IntRange(1),
+              help="Points drawn in the scatter (a seeded sample; the histograms and rho use every line).")
+@ENCODING
+@QUIET
+def report(table, output, rnn_column, tm_column, max_lines, max_points, encoding, quiet):
+    """Scatter of a scored table's RNN column against its p(target | source) column, histograms of both,
+    and their rank correlation (C14 Fig. 3).
+
+    \b
+    Example:
+      mosesrnn report phrase-table.rnn.gz -o docs/rnn-vs-tm.png
+    """
+    from ..analysis.report import plot_report, read_columns
+    setup_logging(quiet)
+    try:
+        columns = read_columns(table, rnn_column, tm_column, max_lines, encoding)
+        rho = plot_report(columns, output, os.path.basename(table), max_points)
+    except ERRORS as error:
+        raise fail(error) from None
+    click.echo(f"{columns.lines} lines: Spearman rho(RNN column {columns.rnn_column + 1}, TM column "
+               f"{columns.tm_column + 1}) = {rho:.4f}; mean log p: RNN {columns.rnn.mean():.3f}, "
+               f"TM {columns.tm.mean():.3f}; plot: {output}")
