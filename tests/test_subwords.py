@@ -5,14 +5,17 @@ import json
 import pytest
 import torch
 from click.testing import CliRunner
+from conftest import DATA
 from scoring_helpers import TABLE, TINY
 
 from mosesrnn.cli import main
 from mosesrnn.features.rnn import RNNFeature
+from mosesrnn.formats.nbest import parse_line
 from mosesrnn.formats.phrase_table import read_entries, table_value
 from mosesrnn.models.config import ModelConfig
 from mosesrnn.models.encdec import EncoderDecoder
 from mosesrnn.models.model_file import TrainedModel, load_trained_model, save_trained_model
+from mosesrnn.pipeline.nbest import Hypothesis
 from mosesrnn.text.codec import Codec, CodecPair
 from mosesrnn.text.subwords import load_vocab_dir, piece_vocabulary, save_vocab_dir, train_subwords
 from mosesrnn.text.tokenizers import SentencePieceTokenizer, tokenizer_from_dict, words
@@ -188,3 +191,25 @@ def test_cli_train_refuses_a_directory_of_neither_kind(tmp_path):
     result = CliRunner().invoke(main, ["train", TABLE, "-o", str(tmp_path / "m"), "--vocab", str(tmp_path / "empty"),
                                        "--max-updates", "1"])
     assert result.exit_code == 1 and "holds neither word shortlists" in result.output
+
+
+def test_subword_scores_are_the_same_through_score_and_nbest(trained, tmp_path):
+    nbest, source = DATA / "nbest" / "tatoeba.dev30.untuned.100best.gz", DATA / "nbest" / "tatoeba.dev30.tok.en"
+    model, table = str(tmp_path / "spm.pt"), tmp_path / "hypotheses.gz"
+    save_trained_model(model, trained.model, trained.text, trained.direction)
+    sentences = source.read_text(encoding="utf-8").splitlines()
+    with gzip.open(nbest, "rt", encoding="utf-8") as lines:
+        entries = [parse_line(line, "x", i) for i, line in enumerate(lines, 1)]
+    pairs = [Hypothesis(sentences[e.sentence_id], e.hypothesis) for e in entries]
+    with gzip.open(table, "wt", encoding="utf-8") as out:
+        out.writelines(f"{pair.source} ||| {pair.target} ||| 1\n" for pair in pairs)
+    runner = CliRunner()
+    for command, inputs in (("score", [str(table)]), ("nbest", [str(nbest), "--source", str(source)])):
+        result = runner.invoke(main, [command, *inputs, "-m", model, "--features", "rnn", "-q",
+                                      "-o", str(tmp_path / f"{command}.gz")])
+        assert result.exit_code == 0, result.output
+    expected = RNNFeature(load_trained_model(model)).values(pairs)
+    with gzip.open(tmp_path / "score.gz", "rt", encoding="utf-8") as lines:
+        assert [line.split(" ||| ")[2].split()[-1] for line in lines] == [table_value(v, 9) for v in expected]
+    with gzip.open(tmp_path / "nbest.gz", "rt", encoding="utf-8") as lines:
+        assert [line.split(" RNN0= ")[1].split()[0] for line in lines] == [format(v, ".9g") for v in expected]
