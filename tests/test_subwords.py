@@ -213,3 +213,12 @@ def test_subword_scores_are_the_same_through_score_and_nbest(trained, tmp_path):
         assert [line.split(" ||| ")[2].split()[-1] for line in lines] == [table_value(v, 9) for v in expected]
     with gzip.open(tmp_path / "nbest.gz", "rt", encoding="utf-8") as lines:
         assert [line.split(" RNN0= ")[1].split()[0] for line in lines] == [format(v, ".9g") for v in expected]
+
+
+def test_a_joint_model_is_one_file_and_serves_both_sides(tmp_path):
+    joint = train_subwords(read, "bpe", PIECES, joint=True)
+    joint.save(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["joint.spm.model", "spm.json"]
+    vocabularies, (source, target) = load_vocab_dir(str(tmp_path))
+    assert source.model == target.model == joint.source
+    assert vocabularies.source.itos == vocabularies.target.itos

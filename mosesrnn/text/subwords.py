@@ -58,9 +58,9 @@ class SubwordModels:
         os.makedirs(directory, exist_ok=True)
         files = {"source": JOINT_MODEL, "target": JOINT_MODEL} if self.joint else \
             {"source": SOURCE_MODEL, "target": TARGET_MODEL}
-        for side, name in files.items():
+        for name, model in {files["source"]: self.source, files["target"]: self.target}.items():
             with atomic_file(os.path.join(directory, name)) as out:
-                out.write(getattr(self, side))
+                out.write(model)
         descriptor = {"format": FORMAT, "version": VERSION, **files, "settings": self.settings}
         with atomic_file(os.path.join(directory, DESCRIPTOR)) as out:
             out.write((json.dumps(descriptor, indent=1, sort_keys=True) + "\n").encode("utf-8"))
