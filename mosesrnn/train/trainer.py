@@ -296,8 +296,9 @@ class _Run:
                             unigram_ppl=self.unigram_ppl, best=improved, seconds=round(self.seconds, 1),
                             valid_seconds=round(time.monotonic() - started, 1))
         log.info("update %d (epoch %d, %.0f s): train NLL %.3f per pair; validation NLL %.3f, perplexity %.2f "
-                 "per token (unigram %.2f)%s", self.updates, self.shuffler.epoch, self.seconds, train_nll,
-                 valid_nll, valid_ppl, self.unigram_ppl, ", best so far" if improved else "")
+                 "per token (unigram %.2f), %.2f per word%s", self.updates, self.shuffler.epoch, self.seconds,
+                 train_nll, valid_nll, valid_ppl, self.unigram_ppl, self._word_ppl(valid_nll),
+                 ", best so far" if improved else "")
         self.save()
 
     def save(self) -> None:
