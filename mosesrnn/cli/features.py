@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass, fields
 
 import click
@@ -12,6 +13,8 @@ from ..features.registry import FEATURES, Feature, FeatureOptions, build_feature
 from ..features.unk import UNK_SIDES
 
 __all__ = ["FeatureRequest", "feature_options"]
+
+log = logging.getLogger("mosesrnn")
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,19 @@ class FeatureRequest:
         options = FeatureOptions(model=self.model_path, vocab=self.vocab_dir, unk_side=self.unk_side,
                                  direction=self.direction, device=resolve_device(self.device), dtype=self.dtype,
                                  batch_tokens=self.batch_tokens, length_normalize=self.length_normalize)
+        if not self.features and self.model_path and self.vocab_dir is None:
+            names = _subword_defaults(names, options)
         return build_features(names, options), options
+
+
+def _subword_defaults(names: tuple[str, ...], options: FeatureOptions) -> tuple[str, ...]:
+    """The default columns less ``unk`` for a subword model without word shortlists (it has no UNK)."""
+    from ..features.unk import has_word_shortlists
+
+    if "unk" not in names or has_word_shortlists(options.trained_model("unk")):
+        return names
+    log.info("subword model: no unk column (no word shortlists; give --vocab DIR to count words outside them)")
+    return tuple(name for name in names if name != "unk")
 
 
 def _options(encoding: str) -> list:
@@ -53,7 +68,8 @@ def _options(encoding: str) -> list:
         click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False, exists=True),
                      help="A model file from `mosesrnn train` (for the rnn feature; its shortlists serve unk)."),
         click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False, exists=True),
-                     help="Directory with the shortlists from `mosesrnn vocab` (for unk without -m)."),
+                     help="Directory with the word shortlists from `mosesrnn vocab` (for unk without -m, or "
+                          "with a subword model, which has none)."),
         click.option("--features", help="Comma-separated features to add, in this order [default: "
                      f"{','.join(default_features(True))} with -m, else {','.join(default_features(False))}]. "
                      + "; ".join(f"{name}: {spec.summary}" for name, spec in FEATURES.items()) + f". {encoding}"),

@@ -28,8 +28,9 @@ from .common import ENCODING, QUIET, TABLE, duration, fail, setup_logging
 @click.option("--direction", type=click.Choice(DIRECTIONS), default=SOURCE_TO_TARGET, show_default=True,
               help="source-to-target models p(target | source); target-to-source gives p(source | target).")
 @click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False, exists=True),
-              help="Shortlists from `mosesrnn vocab`; without it they are built from the training data "
-                   "(the preset's size) and saved to MODEL_DIR/vocab/.")
+              help="Shortlists from `mosesrnn vocab`, or its SentencePiece models (`vocab --spm`: a subword "
+                   "model); without it word shortlists are built from the training data (the preset's "
+                   "size). Saved to MODEL_DIR/vocab/.")
 @click.option("--vocab-size", type=click.IntRange(1), help="Shortlist size per language when building them.")
 @click.option("--max-phrase-len", type=click.IntRange(1),
               help="Skip pairs with more words than this on either side (default: keep all).")
@@ -103,6 +104,7 @@ def train(table, corpus, output_dir, preset, encoder, direction, vocab_dir, voca
                    f"the same command continues the run")
     else:
         click.echo(f"{result.best_path}: validation perplexity {result.best_valid_ppl:.2f} per token "
-                   f"(unigram {result.unigram_ppl:.2f}), {result.updates} updates, {result.stop_reason}")
+                   f"(unigram {result.unigram_ppl:.2f}), {result.best_valid_word_ppl:.2f} per word, "
+                   f"{result.updates} updates, {result.stop_reason}")
     if result.stop_reason == "interrupted":
         raise SystemExit(130)

@@ -1,17 +1,20 @@
 """The paper's unknown-word penalty (C14 Sec. 4.2): the number of words outside the shortlists.
 
-It counts Moses words (factor 0) against the word shortlists, whatever tokenizer the model uses,
-so its meaning does not change with the model.
+It counts Moses words (factor 0) against word shortlists, so its meaning does not change with
+the model. A subword (SentencePiece) model has no word shortlist: it reads and predicts every
+word, so the penalty's reason in C14 (words the RNN sees as [UNK]) is gone. With such a model the
+feature needs word shortlists given separately (``--vocab DIR`` from ``mosesrnn vocab``) and
+counts the words outside them; without them it is refused.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
-from ..text.tokenizers import words
+from ..text.tokenizers import MosesWords, words
 from ..text.vocab import VocabularyPair
 from .registry import FEATURES, FeatureOptions, Pair
 
-__all__ = ["UNK_SIDES", "UnknownWordFeature", "build"]
+__all__ = ["UNK_SIDES", "UnknownWordFeature", "has_word_shortlists", "build"]
 
 UNK_SIDES = ("source", "target", "both")
 
@@ -49,12 +52,31 @@ class UnknownWordFeature:
         return values
 
 
+def has_word_shortlists(trained) -> bool:
+    """Whether a :class:`~mosesrnn.models.model_file.TrainedModel` reads Moses words (not subwords)."""
+    return all(isinstance(codec.tokenizer, MosesWords) for codec in (trained.text.source, trained.text.target))
+
+
+def _load_shortlists(directory: str) -> VocabularyPair:
+    from ..text.subwords import load_vocab_dir
+
+    vocabularies, tokenizers = load_vocab_dir(directory)
+    if not all(isinstance(tokenizer, MosesWords) for tokenizer in tokenizers):
+        raise ValueError(f"{directory}: holds SentencePiece models; the unk feature counts words "
+                         f"outside word shortlists (build them with `mosesrnn vocab` without --spm)")
+    return vocabularies
+
+
 def build(options: FeatureOptions) -> UnknownWordFeature:
-    """The feature over the model's shortlists, or those of ``--vocab`` without a model."""
-    if options.model is not None:
+    """The feature over the model's word shortlists, else those of ``--vocab`` (see the module docstring)."""
+    if options.model is not None and has_word_shortlists(options.trained_model("unk")):
         vocabularies = options.trained_model("unk").vocabularies
     elif options.vocab is not None:
-        vocabularies = VocabularyPair.load(options.vocab)
+        vocabularies = _load_shortlists(options.vocab)
+    elif options.model is not None:
+        raise ValueError(f"{options.model}: a subword model has no word shortlists for the unk feature "
+                         f"(it scores every word); give word shortlists (--vocab DIR from `mosesrnn vocab`) "
+                         f"or leave unk out (--features rnn)")
     else:
         raise ValueError("the unk feature needs a model file (-m MODEL) or shortlists (--vocab DIR)")
     return UnknownWordFeature(vocabularies, options.unk_side)

@@ -1,7 +1,7 @@
 """The tokenisation seam: how a side's text becomes the tokens a model reads and predicts.
 
-A :class:`Tokenizer` cuts text into tokens: today Moses' words (factor 0); a subword tokenizer
-plugs in beside it in :data:`TOKENIZERS`. It is paired with the vocabulary of its tokens in a
+A :class:`Tokenizer` cuts text into tokens: Moses' words (factor 0), or SentencePiece subwords of
+those words; :data:`TOKENIZERS` names them. It is paired with the vocabulary of its tokens in a
 :class:`~mosesrnn.text.codec.Codec`, which is what callers go through.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Protocol, Sequence
 
-__all__ = ["words", "Tokenizer", "MosesWords", "TOKENIZERS", "tokenizer_from_dict"]
+__all__ = ["words", "Tokenizer", "MosesWords", "SentencePieceTokenizer", "TOKENIZERS", "tokenizer_from_dict"]
 
 _WHITESPACE = re.compile(r"[ \t]+")  # Moses splits words on space and tab only (not U+00A0)
 
@@ -59,8 +59,41 @@ class MosesWords:
         return {"kind": self.kind}
 
 
+class SentencePieceTokenizer:
+    """SentencePiece subwords of Moses' words: factor 0 of each word, the words joined by single
+    spaces, then cut into pieces, so a piece never crosses a word (or a factor separator).
+
+    ``model`` is the serialized SentencePiece model (the bytes of a ``.model`` file); it travels
+    in :meth:`to_dict`, so a model file that holds this tokenizer needs no other file.
+    """
+
+    kind = "sentencepiece"
+
+    def __init__(self, model: bytes):
+        import sentencepiece  # here, so that word-level work never imports it
+
+        self.model = bytes(model)
+        self.processor = sentencepiece.SentencePieceProcessor(model_proto=self.model)
+
+    def tokens(self, text: str) -> list[str]:
+        """The pieces of the Moses words of ``text``, e.g. ``['▁la', '▁mai', 'son']``."""
+        return self.processor.encode(" ".join(words(text)), out_type=str)
+
+    def detokenize(self, tokens: Sequence[str]) -> str:
+        """The words the pieces spell, joined by single spaces."""
+        return self.processor.decode_pieces(list(tokens))
+
+    def pieces(self) -> list[str]:
+        """Every piece, in id order (the reserved symbols first)."""
+        return [self.processor.id_to_piece(i) for i in range(self.processor.get_piece_size())]
+
+    def to_dict(self) -> dict:
+        """``{"kind": "sentencepiece", "model": bytes}`` (``torch.load(weights_only=True)`` reads bytes)."""
+        return {"kind": self.kind, "model": self.model}
+
+
 #: Tokenizer kinds by name, as model files record them.
-TOKENIZERS = {MosesWords.kind: MosesWords}
+TOKENIZERS = {MosesWords.kind: MosesWords, SentencePieceTokenizer.kind: SentencePieceTokenizer}
 
 
 def tokenizer_from_dict(values: dict) -> Tokenizer:

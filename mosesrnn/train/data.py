@@ -3,7 +3,9 @@
 Pairs come from a Moses phrase table (the paper's way: its *unique* pairs, frequencies ignored)
 or from a sentence-aligned corpus (two text files, one sentence per line, gzipped or not; every
 line pair is kept, duplicates included). Text is cut into tokens by the run's tokenizers (Moses
-words, factor 0 only, by default); a corpus is expected to be tokenized already.
+words, factor 0 only, by default; or SentencePiece pieces of those words); a corpus is expected
+to be tokenized already. With subword tokenizers the Moses words of each output phrase are
+counted too, so that perplexity can be given per word whatever the segmentation.
 
 Memory: a pair costs 4 bytes per word id on each side plus two int64 offsets, i.e.
 ``4 * (source words + target words) + 16`` bytes (the EOS is added when a batch is built). The
@@ -11,7 +13,8 @@ Tatoeba table's 2.68M unique pairs average 8.1 words per pair: about 49 bytes pe
 
 The validation set is chosen by **input phrase**: a pair is held out when a hash of the phrase
 the encoder reads (the table's source side for ``source-to-target``) falls below a threshold, so
-no input phrase occurs in both sets and the split does not depend on the file order.
+no input phrase occurs in both sets and the split does not depend on the file order. The hash is
+of the input's Moses words, whatever the tokenizer, so word and subword runs hold out the same pairs.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from ..direction import SOURCE_TO_TARGET, TARGET_TO_SOURCE, check_direction
 from ..formats.compressed import open_input
 from ..formats.phrase_table import read_entries
 from ..text.codec import Codec, CodecPair
-from ..text.tokenizers import MosesWords, Tokenizer
+from ..text.tokenizers import MosesWords, Tokenizer, words
 from ..text.vocab import EOS_ID, PAD_ID, RESERVED, UNK_ID, Vocabulary, VocabularyPair, shortlist, unique_pairs
 
 __all__ = ["PairSet", "TrainingData", "load_table", "load_corpus", "split_share", "Shuffler"]
@@ -114,6 +117,7 @@ class TrainingData:
     description: str
     dropped: int  # pairs skipped: an empty side or longer than max_len
     coverage: tuple[float, float]  # share of source / target words inside the shortlists
+    valid_words: int = 0  # Moses words of the validation outputs (EOS excluded), for per-word perplexity
 
     @property
     def text(self) -> CodecPair:
@@ -131,10 +135,13 @@ class _Collector:
         self.ids = (array("i"), array("i"))
         self.lengths = (array("q"), array("q"))
         self.hashes = array("Q")
+        self.output_words = array("i")  # Moses words per output phrase, when tokens are not words
         self._last_key, self._last_hash = None, 0
 
-    def add(self, source: list[str], target: list[str]) -> None:
-        """Add one pair given as word lists, in table orientation."""
+    def add(self, source: list[str], target: list[str],
+            phrase_words: tuple[list[str], list[str]] | None = None) -> None:
+        """Add one pair given as token lists, in table orientation; ``phrase_words`` are the
+        sides' Moses words when the tokens are not words (they key the split and count words)."""
         if not source or not target or (self.max_len and max(len(source), len(target)) > self.max_len):
             self.dropped += 1
             return
@@ -142,6 +149,9 @@ class _Collector:
             index = self.index[side]
             self.ids[side].extend([index.setdefault(w, len(index)) for w in phrase])
             self.lengths[side].append(len(phrase))
+        if phrase_words is not None:
+            self.output_words.append(len(phrase_words[0 if self.reverse else 1]))
+            source, target = phrase_words
         key = " ".join(target if self.reverse else source)
         if key != self._last_key:  # tables list each source's pairs together
             digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
@@ -177,8 +187,11 @@ def _finish(collector: _Collector, tokenizers: tuple[Tokenizer, Tokenizer], voca
         pairs = pairs.swapped()
     held_out = split_share(np.frombuffer(collector.hashes, dtype=np.uint64), valid_share, valid_size)
     coverage = tuple(float(np.mean(ids != UNK_ID)) for ids in (src_ids, trg_ids))
-    return TrainingData(pairs.subset(~held_out), pairs.subset(held_out), VocabularyPair(src_vocab, trg_vocab),
-                        tokenizers, description, collector.dropped, coverage)
+    valid = pairs.subset(held_out)
+    output_words = np.frombuffer(collector.output_words, dtype=np.int32)
+    valid_words = int(output_words[held_out].sum()) if len(output_words) else len(valid.trg_ids)
+    return TrainingData(pairs.subset(~held_out), valid, VocabularyPair(src_vocab, trg_vocab),
+                        tokenizers, description, collector.dropped, coverage, valid_words)
 
 
 def split_share(hashes: np.ndarray, valid_share: float | None, valid_size: int | None) -> np.ndarray:
@@ -216,9 +229,8 @@ def load_table(path: str, *, direction: str = SOURCE_TO_TARGET, vocabularies: Vo
     FileNotFoundError or ValueError.
     """
     collector = _Collector(_reverse(direction), max_len)
-    source_tokens, target_tokens = (tokenizer.tokens for tokenizer in tokenizers)
-    for entry in progress(unique_pairs(read_entries(path, encoding))):
-        collector.add(source_tokens(entry.source), target_tokens(entry.target))
+    pairs = ((entry.source, entry.target) for entry in unique_pairs(read_entries(path, encoding)))
+    _collect(collector, progress(pairs), tokenizers)
     return _finish(collector, tokenizers, vocab_size, vocabularies, valid_share, valid_size,
                    f"phrase table {path} (unique pairs)")
 
@@ -233,11 +245,23 @@ def load_corpus(source_path: str, target_path: str, *, direction: str = SOURCE_T
     Raises FileNotFoundError, or ValueError if the files differ in length or are not ``encoding``.
     """
     collector = _Collector(_reverse(direction), max_len)
-    source_tokens, target_tokens = (tokenizer.tokens for tokenizer in tokenizers)
-    for source, target in progress(_aligned_lines(source_path, target_path, encoding)):
-        collector.add(source_tokens(source), target_tokens(target))
+    _collect(collector, progress(_aligned_lines(source_path, target_path, encoding)), tokenizers)
     return _finish(collector, tokenizers, vocab_size, vocabularies, valid_share, valid_size,
                    f"corpus {source_path} + {target_path}")
+
+
+def _collect(collector: _Collector, pairs: Iterable[tuple[str, str]], tokenizers: tuple[Tokenizer, Tokenizer]) -> None:
+    """Tokenize (source, target) texts into the collector; a repeated source is cut once."""
+    source_tokens, target_tokens = (tokenizer.tokens for tokenizer in tokenizers)
+    word_level = all(isinstance(tokenizer, MosesWords) for tokenizer in tokenizers)
+    last_source, cut = None, ([], [])
+    for source, target in pairs:
+        if source != last_source:
+            last_source, cut = source, (source_tokens(source), None if word_level else words(source))
+        if word_level:
+            collector.add(cut[0], target_tokens(target))
+        else:
+            collector.add(cut[0], target_tokens(target), (cut[1], words(target)))
 
 
 def _reverse(direction: str) -> bool:

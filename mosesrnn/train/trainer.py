@@ -3,8 +3,9 @@
 Adadelta (rho = 0.95, eps = 1e-6) on minibatches of 64 randomly drawn unique phrase pairs. The
 loss is the mean over the batch of each pair's summed token negative log-likelihood (nats per
 pair, EOS included). Every ``valid_every`` updates the held-out pairs are scored (NLL per pair,
-per-token perplexity), ``last.pt`` and the training state are saved, ``best.pt`` when the
-validation NLL improves, and training stops after ``patience`` validations without improvement.
+perplexity per token and per Moses word + EOS, which compares across segmentations), ``last.pt``
+and the training state are saved, ``best.pt`` when the validation NLL improves, and training
+stops after ``patience`` validations without improvement.
 
 A run is resumable exactly: ``state.pt`` holds the optimizer state, the RNG states, the update
 count and the data position (epoch, index into that epoch's seeded permutation), so N updates in
@@ -36,11 +37,11 @@ from ..formats.phrase_table import count_scores
 from ..models.config import EOS_ID, PAD_ID, model_config, preset_shortlist
 from ..models.encdec import EncoderDecoder, build_model
 from ..models.model_file import load_trained_model, save_trained_model
-from ..text.vocab import VocabularyPair
+from ..text.subwords import load_vocab_dir, save_vocab_dir
 from .data import PairSet, Shuffler, TrainingData, load_corpus, load_table
 from .log import TrainLog
 
-__all__ = ["TrainConfig", "TrainResult", "train", "evaluate", "unigram_perplexity",
+__all__ = ["TrainConfig", "TrainResult", "train", "evaluate", "unigram_perplexity", "word_perplexity",
            "LOSS_DEFINITION"]
 
 log = logging.getLogger("mosesrnn")
@@ -117,6 +118,7 @@ class TrainResult:
     resumed: bool
     best_path: str
     last_path: str
+    best_valid_word_ppl: float  # per Moses word + EOS: comparable across tokenizers
 
 
 def unigram_perplexity(train: PairSet, valid: PairSet, vocab_size: int) -> float:
@@ -129,6 +131,13 @@ def unigram_perplexity(train: PairSet, valid: PairSet, vocab_size: int) -> float
     log_p = np.log(counts + 1.0) - math.log(counts.sum() - counts[PAD_ID] + vocab_size - 1)
     total = log_p[valid.trg_ids].sum() + len(valid) * log_p[EOS_ID]
     return math.exp(-total / valid.target_tokens())
+
+
+def word_perplexity(nll_per_pair: float, pairs: int, output_words: int) -> float:
+    """Perplexity per Moses word: exp(total NLL / (output words + one EOS per pair)).
+
+    The same normaliser for every tokenizer, so word and subword models compare."""
+    return math.exp(nll_per_pair * pairs / (output_words + pairs))
 
 
 def _autocast(device: torch.device, bf16: bool):
@@ -212,6 +221,7 @@ class _Run:
         self.updates, self.pairs = state.get("updates", 0), state.get("pairs", 0)
         self.seconds = state.get("seconds", 0.0)
         self.best_nll, self.best_ppl = state.get("best_nll", math.inf), state.get("best_ppl", math.inf)
+        self.best_word_ppl = self._word_ppl(self.best_nll)
         self.bad_validations = state.get("bad_validations", 0)
         self.loss_sum, self.loss_count = state.get("loss_sum", 0.0), state.get("loss_count", 0)
         self.shuffler = Shuffler(len(data.train), config.batch_size, config.seed,
@@ -231,6 +241,9 @@ class _Run:
         sizes = orient(self.config.direction, len(vocabularies.source), len(vocabularies.target))
         torch.manual_seed(self.config.seed)
         return build_model(model_config(self.config.preset, *sizes, **self.config.model_overrides))
+
+    def _word_ppl(self, valid_nll: float) -> float:
+        return word_perplexity(valid_nll, len(self.data.valid), self.data.valid_words)
 
     def step(self) -> float:
         """One Adadelta update on the next minibatch; returns its loss (nats per pair)."""
@@ -254,6 +267,7 @@ class _Run:
         """Training facts stored in the model files."""
         return {"preset": self.config.preset, "updates": self.updates, "epoch": self.shuffler.epoch,
                 "pairs_seen": self.pairs, "valid_nll": valid and valid[0], "valid_ppl": valid and valid[1],
+                "valid_word_ppl": valid and self._word_ppl(valid[0]),
                 "unigram_ppl": self.unigram_ppl, "data": self.data.description, "loss": LOSS_DEFINITION,
                 "train_pairs": len(self.data.train), "valid_pairs": len(self.data.valid),
                 "batch_size": self.config.batch_size, "seed": self.config.seed,
@@ -268,6 +282,7 @@ class _Run:
         improved = valid_nll < self.best_nll
         if improved:
             self.best_nll, self.best_ppl, self.bad_validations = valid_nll, valid_ppl, 0
+            self.best_word_ppl = self._word_ppl(valid_nll)
             save_trained_model(self.path(BEST), self.model, self.data.text, self.config.direction,
                                self.info((valid_nll, valid_ppl)))
         else:
@@ -277,11 +292,13 @@ class _Run:
         self.last_valid, self.last_valid_update = [valid_nll, valid_ppl], self.updates
         self.log.validation(update=self.updates, epoch=self.shuffler.epoch, pairs=self.pairs,
                             train_nll=train_nll, valid_nll=valid_nll, valid_ppl=valid_ppl,
+                            valid_word_ppl=self._word_ppl(valid_nll),
                             unigram_ppl=self.unigram_ppl, best=improved, seconds=round(self.seconds, 1),
                             valid_seconds=round(time.monotonic() - started, 1))
         log.info("update %d (epoch %d, %.0f s): train NLL %.3f per pair; validation NLL %.3f, perplexity %.2f "
-                 "per token (unigram %.2f)%s", self.updates, self.shuffler.epoch, self.seconds, train_nll,
-                 valid_nll, valid_ppl, self.unigram_ppl, ", best so far" if improved else "")
+                 "per token (unigram %.2f), %.2f per word%s", self.updates, self.shuffler.epoch, self.seconds,
+                 train_nll, valid_nll, valid_ppl, self.unigram_ppl, self._word_ppl(valid_nll),
+                 ", best so far" if improved else "")
         self.save()
 
     def save(self) -> None:
@@ -351,15 +368,17 @@ def _load_state(config: TrainConfig) -> dict | None:
 def _load_data(config: TrainConfig, resumed: bool) -> TrainingData:
     """Read the pairs with the vocabularies of the run (saved in the output directory)."""
     vocab_dir = os.path.join(config.output_dir, VOCAB_DIR) if resumed else config.vocab_dir
-    vocabularies = VocabularyPair.load(vocab_dir) if vocab_dir else None
+    vocabularies, tokenizers = load_vocab_dir(vocab_dir) if vocab_dir else (None, None)
     options = dict(direction=config.direction, vocabularies=vocabularies,
                    vocab_size=config.vocab_size or preset_shortlist(config.preset), max_len=config.max_len,
                    valid_share=config.valid_share, valid_size=config.valid_size, encoding=config.encoding)
     quiet = config.quiet or not sys.stderr.isatty()
+    if tokenizers:
+        options["tokenizers"] = tokenizers  # word shortlists or SentencePiece models, as the directory holds
     options["progress"] = lambda items: tqdm(items, desc="reading", unit="pairs", unit_scale=True,
                                              mininterval=1.0, disable=quiet)
     data = load_table(config.table, **options) if config.table else load_corpus(*config.corpus, **options)
-    data.vocabularies.save(os.path.join(config.output_dir, VOCAB_DIR))
+    save_vocab_dir(os.path.join(config.output_dir, VOCAB_DIR), data.text)
     return data
 
 
@@ -388,7 +407,8 @@ def train(config: TrainConfig, should_stop=None) -> TrainResult:
              run.model.config.encoder, run.model.num_parameters(), config.direction, run.device,
              " (bf16 autocast)" if config.bf16 else "",
              torch.get_num_threads(), LOSS_DEFINITION)
-    log.info("unigram baseline: validation perplexity %.1f per token", run.unigram_ppl)
+    log.info("unigram baseline: validation perplexity %.1f per token; %.2f output tokens per word",
+             run.unigram_ppl, data.valid.target_tokens() / max(data.valid_words + len(data.valid), 1))
     run.log.write("start", resumed=run.resumed, update=run.updates, parameters=run.model.num_parameters(),
                   loss=LOSS_DEFINITION, data=data.description, train_pairs=len(data.train),
                   valid_pairs=len(data.valid), unigram_ppl=run.unigram_ppl, config=config.to_dict())
@@ -410,8 +430,8 @@ def _finish(run: _Run, should_stop) -> TrainResult:
     speed = (run.pairs - pairs_before) / max(run.seconds - seconds_before, 1e-9)
     run.log.write("end", reason=reason, update=run.updates, pairs_per_second=speed)
     log.info("stopped (%s) after %d updates, epoch %d: best validation NLL %.3f per pair, perplexity %.2f "
-             "(unigram %.2f); %.0f pairs/s", reason, run.updates, run.shuffler.epoch, run.best_nll,
-             run.best_ppl, run.unigram_ppl, speed)
+             "per token (unigram %.2f), %.2f per word; %.0f pairs/s", reason, run.updates, run.shuffler.epoch,
+             run.best_nll, run.best_ppl, run.unigram_ppl, run.best_word_ppl, speed)
     return TrainResult(run.updates, run.shuffler.epoch, reason, run.best_nll, run.best_ppl, run.unigram_ppl,
                        run.model.num_parameters(), len(run.data.train), len(run.data.valid), speed,
-                       run.resumed, run.path(BEST), run.path(LAST))
+                       run.resumed, run.path(BEST), run.path(LAST), run.best_word_ppl)
