@@ -10,7 +10,8 @@ from typing import Iterator
 
 import click
 
-__all__ = ["TABLE", "ENCODING", "QUIET", "setup_logging", "fail", "stop_on_sigterm", "parse_duration", "duration"]
+__all__ = ["TABLE", "ENCODING", "QUIET", "setup_logging", "fail", "interrupt_on_signals", "parse_duration",
+           "duration"]
 
 TABLE = click.Path(dir_okay=False, allow_dash=True)
 ENCODING = click.option(
@@ -35,13 +36,16 @@ def setup_logging(quiet: bool) -> None:
 
 
 @contextlib.contextmanager
-def stop_on_sigterm() -> Iterator[None]:
-    """Treat SIGTERM (a scheduler's preemption, ``kill``) like Ctrl-C inside the block."""
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+def interrupt_on_signals() -> Iterator[None]:
+    """Inside the block, SIGINT (Ctrl-C) and SIGTERM (a scheduler's preemption, ``kill``) raise
+    KeyboardInterrupt, so the job stops cleanly, also when started with SIGINT ignored (as a
+    background job of a script is), the way ``train`` does."""
+    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def fail(error: Exception) -> click.ClickException:

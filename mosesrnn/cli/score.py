@@ -11,7 +11,7 @@ from ..pipeline.score import ScoreInterrupted, score_table
 from ..pipeline.shards import ShardSpec
 from ..pipeline.table_checks import table_warnings
 from ..progress import ProgressBar
-from .common import ENCODING, QUIET, TABLE, fail, setup_logging, stop_on_sigterm
+from .common import ENCODING, QUIET, TABLE, fail, interrupt_on_signals, setup_logging
 from .features import feature_options
 
 log = logging.getLogger("mosesrnn")
@@ -65,7 +65,7 @@ def score(table, output, request, shard_text, resume, checkpoint_every, checkpoi
             trained = options.trained_model("rnn") if request.model_path else None
             for warning in table_warnings(table, encoding, trained):
                 log.warning("warning: %s", warning)
-        with ProgressBar("scoring", quiet=quiet) as bar, stop_on_sigterm():
+        with ProgressBar("scoring", quiet=quiet) as bar, interrupt_on_signals():
             if table != "-" and shard.count == 1:
                 bar.count_lines_in_background(table)
             summary = score_table(table, output, columns, encoding=encoding, chunk_lines=chunk_lines,
