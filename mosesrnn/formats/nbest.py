@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
 from .compressed import open_input
-from .errors import FileLineError
+from .errors import FileLineError, decoded_lines
 
 __all__ = [
     "NbestError", "NbestEntry", "parse_line", "parse_features", "format_line", "read_nbest",
@@ -148,20 +148,8 @@ def read_nbest(path: str, encoding: str = "utf-8") -> Iterator[NbestEntry]:
     :func:`parse_line`), a sentence id smaller than the previous line's (Moses writes the
     hypotheses of a sentence together, ids ascending), undecodable text or a corrupt gzip stream.
     """
-    previous_id, line_no = -1, 0
-    lines = _lines(path)
-    while True:
-        try:
-            raw = next(lines)
-        except StopIteration:
-            return
-        except (EOFError, OSError) as error:  # truncated gzip, bad CRC, not gzip at all
-            raise NbestError(path, line_no + 1, f"cannot read compressed data: {error}") from None
-        line_no += 1
-        try:
-            line = raw.decode(encoding)
-        except UnicodeDecodeError as error:
-            raise NbestError(path, line_no, f"not valid {encoding} at byte {error.start}") from None
+    previous_id = -1
+    for line_no, line in decoded_lines(_lines(path), path, encoding, NbestError):
         entry = parse_line(line, path, line_no)
         if entry.sentence_id < previous_id:
             raise NbestError(path, line_no, f"sentence id {entry.sentence_id} after {previous_id}: "

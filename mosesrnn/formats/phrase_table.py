@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Sequence
 
 from .compressed import decompressed
-from .errors import FileLineError
+from .errors import FileLineError, decoded_lines
 
 __all__ = [
     "PhraseTableError", "PhraseEntry", "parse_line", "format_line", "MAX_TABLE_EXPONENT", "table_value",
@@ -184,26 +184,12 @@ class TableReader:
             yield from self._entries(stream)
 
     def _entries(self, stream: BinaryIO) -> Iterator[PhraseEntry]:
-        path, encoding, expected, line_no = self.path, self.encoding, None, 0
-        lines = iter(stream)
-        while True:
-            try:
-                raw = next(lines)
-            except StopIteration:
-                return
-            except (EOFError, OSError) as error:  # truncated gzip, bad CRC, not gzip at all
-                raise PhraseTableError(path, line_no + 1, f"cannot read compressed data: {error}") from None
-            line_no += 1
-            if 1 < line_no < self.start_line:
+        expected = None
+        hint = " (for a legacy table, pass its encoding, e.g. --encoding latin-1)"
+        for line_no, line in decoded_lines(stream, self.path, self.encoding, PhraseTableError, hint, self.start_line):
+            if line is None:
                 continue
-            try:
-                line = raw.decode(encoding)
-            except UnicodeDecodeError as error:
-                raise PhraseTableError(
-                    path, line_no,
-                    f"not valid {encoding} at byte {error.start} "
-                    f"(for a legacy table, pass its encoding, e.g. --encoding latin-1)") from None
-            entry = parse_line(line, path, line_no, expected)
+            entry = parse_line(line, self.path, line_no, expected)
             expected = len(entry.scores)
             if line_no >= self.start_line:  # line 1 is always parsed: it fixes the score count
                 yield entry
