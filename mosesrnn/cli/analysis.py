@@ -7,8 +7,8 @@ import os
 import click
 
 from ..formats.phrase_table import PhraseTableError
-from .common import ENCODING, QUIET, TABLE, fail, setup_logging
-from .generate import DEVICE, MODEL, THREADS, read_lines, text_output
+from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, fail, setup_logging
+from .generate import MODEL, read_lines, text_output
 
 log = logging.getLogger("mosesrnn")
 ERRORS = (PhraseTableError, ValueError, FileNotFoundError)

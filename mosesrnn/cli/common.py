@@ -10,8 +10,8 @@ from typing import Iterator
 
 import click
 
-__all__ = ["TABLE", "ENCODING", "QUIET", "setup_logging", "fail", "interrupt_on_signals", "parse_duration",
-           "duration"]
+__all__ = ["TABLE", "ENCODING", "QUIET", "DEVICE", "THREADS", "setup_logging", "fail", "interrupt_on_signals",
+           "parse_duration", "duration"]
 
 TABLE = click.Path(dir_okay=False, allow_dash=True)
 ENCODING = click.option(
@@ -19,6 +19,9 @@ ENCODING = click.option(
     help="Text encoding of the phrase table; Moses tables are UTF-8. Use e.g. latin-1 to read a "
          "legacy table on purpose (the output is always UTF-8).")
 QUIET = click.option("--quiet", "-q", is_flag=True, help="No progress bar or log messages, only errors.")
+DEVICE = click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+                      help="auto = cuda if available, else cpu.")
+THREADS = click.option("--threads", type=click.IntRange(1), help="CPU threads for torch (default: torch's choice).")
 
 
 def setup_logging(quiet: bool) -> None:

@@ -11,6 +11,7 @@ from ..devices import resolve_device
 from ..direction import DIRECTIONS
 from ..features.registry import FEATURES, Feature, FeatureOptions, build_features, default_features, parse_feature_names
 from ..features.unk import UNK_SIDES
+from .common import DEVICE, THREADS
 
 __all__ = ["FeatureRequest", "feature_options"]
 
@@ -80,12 +81,12 @@ def _options(encoding: str) -> list:
                           "model [default: the model's]."),
         click.option("--length-normalize", is_flag=True,
                      help="Divide log p by the predicted tokens (words + EOS); off, as in the paper."),
-        click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True),
+        DEVICE,
         click.option("--dtype", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
                      help="bf16 autocast for the matmuls (fast on GPUs and CPUs with AMX; slow elsewhere)."),
         click.option("--batch-tokens", default=4096, show_default=True, type=click.IntRange(1),
                      help="Target tokens (rows x longest length) per decoder batch."),
-        click.option("--threads", type=click.IntRange(1), help="CPU threads for torch (default: torch's choice)."),
+        THREADS,
     ]
 
 

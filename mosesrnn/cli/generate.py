@@ -9,14 +9,12 @@ import time
 import click
 
 from ..formats.phrase_table import PhraseTableError
-from .common import ENCODING, QUIET, TABLE, fail, setup_logging
+from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, fail, setup_logging
 
 log = logging.getLogger("mosesrnn")
 
 MODEL = click.option("-m", "--model", "model_path", required=True, type=click.Path(dir_okay=False, exists=True),
                      help="A model file from `mosesrnn train` (phrase-level or sentence-level).")
-DEVICE = click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
-THREADS = click.option("--threads", type=click.IntRange(1), help="CPU threads for torch (default: torch's choice).")
 BATCH = click.option("--batch-size", default=32, show_default=True, type=click.IntRange(1),
                      help="Sources searched together (each with its own beam or samples).")
 

@@ -8,7 +8,7 @@ import click
 from ..direction import DIRECTIONS, SOURCE_TO_TARGET
 from ..formats.phrase_table import PhraseTableError
 from ..models.config import ENCODER_KINDS
-from .common import ENCODING, QUIET, TABLE, duration, fail, setup_logging
+from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, duration, fail, setup_logging
 
 
 @click.command()
@@ -50,9 +50,8 @@ from .common import ENCODING, QUIET, TABLE, duration, fail, setup_logging
 @click.option("--max-time", callback=duration, metavar="DURATION",
               help="Stop after this much training time in this invocation, e.g. 90s, 10m, 2h "
                    "(reading the data excluded).")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
-              help="auto = cuda if available, else cpu.")
-@click.option("--threads", type=click.IntRange(1), help="CPU threads for torch (default: torch's choice).")
+@DEVICE
+@THREADS
 @click.option("--bf16/--no-bf16", default=False, show_default=True,
               help="bfloat16 autocast with fp32 master weights.")
 @click.option("--seed", default=1, show_default=True, type=int,
