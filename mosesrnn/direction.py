@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-__all__ = ["SOURCE_TO_TARGET", "TARGET_TO_SOURCE", "DIRECTIONS", "check_direction", "orient", "probability"]
+__all__ = ["SOURCE_TO_TARGET", "TARGET_TO_SOURCE", "DIRECTIONS", "check_direction", "orient", "opposite",
+           "probability"]
 
 SOURCE_TO_TARGET = "source-to-target"
 TARGET_TO_SOURCE = "target-to-source"
@@ -30,6 +31,15 @@ def orient(direction: str, source: T, target: T) -> tuple[T, T]:
     ('the house', 'la maison')
     """
     return (source, target) if check_direction(direction) == SOURCE_TO_TARGET else (target, source)
+
+
+def opposite(direction: str) -> str:
+    """The other direction.
+
+    >>> opposite("source-to-target")
+    'target-to-source'
+    """
+    return TARGET_TO_SOURCE if check_direction(direction) == SOURCE_TO_TARGET else SOURCE_TO_TARGET
 
 
 def probability(direction: str) -> str:

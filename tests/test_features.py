@@ -59,6 +59,7 @@ def test_registry_is_what_moses_integration_and_the_cli_read():
     assert DEFAULT_WEIGHTS["rnn"] > 0 > DEFAULT_WEIGHTS["unk"]  # reward probable pairs, penalise unknown words
     assert DEFAULT_FEATURES == default_features(with_model=True) == ("rnn", "unk")
     assert default_features(with_model=False) == ("unk",)
+    assert default_features(with_model=True, with_reverse_model=True) == ("rnn", "rnn-rev", "unk")
 
 
 @pytest.mark.parametrize("text, message", [
@@ -76,7 +77,8 @@ def test_every_feature_reports_exactly_the_settings_its_registry_entry_lists(tmp
     from scoring_helpers import save_tiny_model
 
     from mosesrnn.features.registry import FEATURES, FeatureOptions, build_features, describe
-    options = FeatureOptions(model=save_tiny_model(str(tmp_path / "m.pt")))
+    options = FeatureOptions(model=save_tiny_model(str(tmp_path / "m.pt")),
+                             reverse_model=save_tiny_model(str(tmp_path / "r.pt"), "target-to-source"))
     features = build_features(list(FEATURES), options)
     for feature in features:
         text = describe(feature)

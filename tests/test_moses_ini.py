@@ -427,4 +427,4 @@ def test_cli_help_explains_every_option():
     text = CliRunner().invoke(moses_ini, ["--help"]).output
     for option in ("--table", "--add", "--features", "--weights", "--feature", "--binary", "--output"):
         assert option in text
-    assert "rnn +0.1, unk -0.1" in text
+    assert "rnn +0.1, rnn-rev +0.1, unk -0.1" in " ".join(text.split())

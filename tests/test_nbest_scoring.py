@@ -127,3 +127,19 @@ def test_translate_writes_n_best_lists_that_nbest_reads(trained, tmp_path):
     summary = score_nbest(str(kbest), str(source), str(out), [UnknownWordFeature(trained.vocabularies, "target")])
     assert summary.sentences == 5 and summary.lines == read_lines(kbest).__len__()
     assert all(parse_line(line + "\n").feature_names == ("RNN0", "UNK0") for line in read_lines(out))
+
+
+def test_reverse_model_adds_rnn_rev0(trained, tmp_path):
+    forward = save_tiny_model(str(tmp_path / "f.pt"))
+    reverse = save_tiny_model(str(tmp_path / "r.pt"), "target-to-source", seed=2)
+    out = tmp_path / "out.gz"
+    result = CliRunner().invoke(main, ["nbest", str(TATOEBA), "--source", str(SOURCE), "-m", forward,
+                                       "--reverse-model", reverse, "--features", "rnn,rnn-rev", "-o", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    first = parse_line(read_lines(out)[0] + "\n", "x", 1)
+    sources = SOURCE.read_text(encoding="utf-8").splitlines()
+    pair = [Hypothesis(sources[first.sentence_id], first.hypothesis)]
+    expected = RNNFeature(load_trained_model(reverse), direction="target-to-source").values(pair)[0]
+    labels = read_lines(out)[0].split("|||")[2].split()
+    assert labels[-4] == "RNN0=" and labels[-2] == "RNN_REV0="
+    assert float(labels[-1]) == pytest.approx(expected, abs=1e-4)

@@ -147,3 +147,44 @@ def test_score_log_prob_equals_decode_log_prob_in_float64():
             actual = model.decoder.sequence_log_prob(ctx, trg, trg_lengths, row_block=row_block)
             assert actual.dtype == torch.float64
             assert torch.allclose(actual, expected, rtol=0, atol=1e-12)
+
+
+def test_rnn_and_rnn_rev_in_one_pass(model_path, tmp_path):
+    """score -m FORWARD --reverse-model BACKWARD: both directions' log p, as Moses reads them, in one run."""
+    import gzip
+    import json
+
+    from click.testing import CliRunner
+
+    from mosesrnn.cli import main
+    reverse_path = save_tiny_model(str(tmp_path / "t2s.pt"), "target-to-source", seed=1)
+    table = tmp_path / "in.gz"
+    with gzip.open(TABLE, "rt", encoding="utf-8") as stream:
+        lines = [next(stream) for _ in range(300)]
+    table.write_bytes(gzip.compress("".join(lines).encode()))
+    out = tmp_path / "out.gz"
+    result = CliRunner().invoke(main, ["score", str(table), "-m", model_path, "--reverse-model", reverse_path,
+                                       "-o", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    sidecar = json.loads((tmp_path / "out.gz.json").read_text())
+    assert sidecar["appended_columns"] == ["rnn", "rnn-rev", "unk"]  # the default with both models
+    assert "rnn-rev(model=" in sidecar["signature"] and "direction=target-to-source" in sidecar["signature"]
+    entries = list(read_entries(str(table)))
+    written = [line.split(" ||| ")[2].split()[-3:-1] for line in gzip.open(out, "rt", encoding="utf-8")]
+    assert len(written) == len(entries) == 300
+    forward = reference_log_probs(load_trained_model(model_path), entries)
+    backward = reference_log_probs(load_trained_model(reverse_path), entries, forward=False)
+    for (rnn, rnn_rev), p_forward, p_backward in zip(written, forward, backward):
+        assert max(math.log(float(rnn)), -100) == pytest.approx(max(p_forward, -100), abs=1e-4)
+        assert max(math.log(float(rnn_rev)), -100) == pytest.approx(max(p_backward, -100), abs=1e-4)
+    assert forward != pytest.approx(backward, abs=1e-3)  # two models, two directions, two columns
+
+
+def test_rnn_rev_needs_the_other_direction(model_path):
+    from mosesrnn.features.registry import FeatureOptions, build_features
+    options = FeatureOptions(model=model_path, reverse_model=model_path)
+    with pytest.raises(ValueError, match="trained source-to-target .* rnn-rev needs a model trained "
+                                         "target-to-source .*--direction target-to-source"):
+        build_features(["rnn", "rnn-rev"], options)
+    with pytest.raises(ValueError, match="rnn-rev feature needs a model file \\(--reverse-model MODEL\\)"):
+        build_features(["rnn-rev"], FeatureOptions(model=model_path))

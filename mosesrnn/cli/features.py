@@ -23,6 +23,7 @@ class FeatureRequest:
     """What the command line asked for: which features, and how to compute them."""
 
     model_path: str | None
+    reverse_model_path: str | None
     vocab_dir: str | None
     features: str | None
     unk_side: str
@@ -40,13 +41,14 @@ class FeatureRequest:
         """
         try:
             names = (parse_feature_names(self.features) if self.features
-                     else default_features(self.model_path is not None))
+                     else default_features(self.model_path is not None, self.reverse_model_path is not None))
         except ValueError as error:
             raise click.BadParameter(str(error), param_hint="--features") from None
         if self.threads:
             import torch  # here, so that `mosesrnn --help` and the other commands start quickly
             torch.set_num_threads(self.threads)
-        options = FeatureOptions(model=self.model_path, vocab=self.vocab_dir, unk_side=self.unk_side,
+        options = FeatureOptions(model=self.model_path, reverse_model=self.reverse_model_path,
+                                 vocab=self.vocab_dir, unk_side=self.unk_side,
                                  direction=self.direction, device=resolve_device(self.device), dtype=self.dtype,
                                  batch_tokens=self.batch_tokens, length_normalize=self.length_normalize)
         if not self.features and self.model_path and self.vocab_dir is None:
@@ -68,11 +70,15 @@ def _options(encoding: str) -> list:
     return [
         click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False, exists=True),
                      help="A model file from `mosesrnn train` (for the rnn feature; its shortlists serve unk)."),
+        click.option("--reverse-model", "reverse_model_path", type=click.Path(dir_okay=False, exists=True),
+                     help="A second model, trained in the other direction (`train --direction "
+                          "target-to-source`), for the rnn-rev feature: both directions in one pass."),
         click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False, exists=True),
                      help="Directory with the word shortlists from `mosesrnn vocab` (for unk without -m, or "
                           "with a subword model, which has none)."),
         click.option("--features", help="Comma-separated features to add, in this order [default: "
-                     f"{','.join(default_features(True))} with -m, else {','.join(default_features(False))}]. "
+                     f"{','.join(default_features(True))} with -m, {','.join(default_features(True, True))} with "
+                     f"--reverse-model too, else {','.join(default_features(False))}]. "
                      + "; ".join(f"{name}: {spec.summary}" for name, spec in FEATURES.items()) + f". {encoding}"),
         click.option("--unk-side", type=click.Choice(UNK_SIDES), default="both", show_default=True,
                      help="Which words the unk feature counts."),

@@ -50,7 +50,8 @@ class FeatureSpec:
         default_weight: its initial weight in moses.ini; the sign rewards or penalises.
         settings: the options that change its values (all recorded in the signature).
         table_digits: significant digits of ``e^v`` in a phrase table; None writes it exactly.
-        needs_model: whether it reads a trained model (otherwise a vocabulary may do).
+        needs: the :class:`FeatureOptions` field of the model file it reads (``model``,
+            ``reverse_model``), or None when it needs no model (a vocabulary may do).
         builder: ``module:function`` that builds it from :class:`FeatureOptions` (imported lazily);
             the feature class holds its spec as ``spec = FEATURES[name]``.
     """
@@ -60,7 +61,7 @@ class FeatureSpec:
     default_weight: float
     settings: tuple[str, ...]
     table_digits: int | None
-    needs_model: bool
+    needs: str | None
     builder: str
 
     def build(self, options: "FeatureOptions") -> Feature:
@@ -74,6 +75,7 @@ class FeatureOptions:
     """Everything features are built from; the model file is loaded once, on first use."""
 
     model: str | None = None
+    reverse_model: str | None = None
     vocab: str | None = None
     unk_side: str = "both"
     direction: str | None = None
@@ -83,30 +85,40 @@ class FeatureOptions:
     length_normalize: bool = False
     _loaded: dict = field(default_factory=dict, repr=False)
 
-    def trained_model(self, feature: str):
-        """The trained model of ``--model`` (a :class:`~mosesrnn.models.model_file.TrainedModel`)."""
-        if self.model is None:
-            raise ValueError(f"the {feature} feature needs a model file (-m MODEL)")
-        if "model" not in self._loaded:
+    def trained_model(self, feature: str, which: str = "model"):
+        """The trained model of ``--model`` (or of ``--reverse-model`` when ``which`` says so),
+        a :class:`~mosesrnn.models.model_file.TrainedModel`."""
+        path = getattr(self, which)
+        if path is None:
+            option = "-m MODEL" if which == "model" else "--reverse-model MODEL"
+            raise ValueError(f"the {feature} feature needs a model file ({option})")
+        if which not in self._loaded:
             from ..models.model_file import load_trained_model
-            self._loaded["model"] = load_trained_model(self.model)
-        return self._loaded["model"]
+            self._loaded[which] = load_trained_model(path)
+        return self._loaded[which]
 
 
 FEATURES: dict[str, FeatureSpec] = {spec.name: spec for spec in (
     FeatureSpec("rnn", "log p(target | source) under the RNN Encoder-Decoder (phrase table: its exp)",
                 default_weight=0.1,
                 settings=("model", "direction", "dtype", "length_normalize", "batch_tokens", "device"),
-                table_digits=9, needs_model=True, builder="mosesrnn.features.rnn:build"),
+                table_digits=9, needs="model", builder="mosesrnn.features.rnn:build"),
+    FeatureSpec("rnn-rev", "log p(the other side | the one it reads) under --reverse-model, a second model "
+                "trained in the other direction (p(source | target) beside rnn's p(target | source); phrase "
+                "table: its exp)",
+                default_weight=0.1,
+                settings=("model", "direction", "dtype", "length_normalize", "batch_tokens", "device"),
+                table_digits=9, needs="reverse_model", builder="mosesrnn.features.rnn:build_reverse"),
     FeatureSpec("unk", "the number of words outside the model's shortlists, C14 Sec. 4.2 (phrase table: e^n)",
-                default_weight=-0.1, settings=("side", "vocab"), table_digits=None, needs_model=False,
+                default_weight=-0.1, settings=("side", "vocab"), table_digits=None, needs=None,
                 builder="mosesrnn.features.unk:build"),
 )}
 
 
-def default_features(with_model: bool) -> tuple[str, ...]:
-    """The columns computed when none are named: all of them with a model, else those that need none."""
-    return tuple(name for name, spec in FEATURES.items() if with_model or not spec.needs_model)
+def default_features(with_model: bool, with_reverse_model: bool = False) -> tuple[str, ...]:
+    """The columns computed when none are named: each whose model file is given, and those that need none."""
+    given = {"model": with_model, "reverse_model": with_reverse_model}
+    return tuple(name for name, spec in FEATURES.items() if spec.needs is None or given[spec.needs])
 
 
 def parse_feature_names(text: str) -> tuple[str, ...]:

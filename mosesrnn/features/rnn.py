@@ -14,13 +14,13 @@ from typing import Sequence
 import torch
 
 from ..devices import resolve_device
-from ..direction import orient, probability
+from ..direction import SOURCE_TO_TARGET, opposite, orient, probability
 from ..models.batching import pad
 from ..models.decoder import DecoderContext
 from ..models.model_file import TrainedModel
 from .registry import FEATURES, FeatureOptions, Pair
 
-__all__ = ["RNNFeature", "DTYPES", "group_by_source", "length_batches", "build"]
+__all__ = ["RNNFeature", "DTYPES", "group_by_source", "length_batches", "build", "build_reverse"]
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
@@ -59,17 +59,17 @@ class RNNFeature:
 
     ``direction`` must equal the model's (None takes the model's): a ``target-to-source`` model
     reads the table's target phrase and scores p(source | target). With ``length_normalize``
-    log p is divided by the number of predicted tokens (tokens + EOS).
+    log p is divided by the number of predicted tokens (tokens + EOS). ``spec`` names the column:
+    ``rnn``, or ``rnn-rev`` for the second model of the other direction.
     """
 
-    spec = FEATURES["rnn"]
-
-    def __init__(self, trained: TrainedModel, *, direction: str | None = None,
+    def __init__(self, trained: TrainedModel, *, spec=FEATURES["rnn"], direction: str | None = None,
                  device: str = "cpu", dtype: str = "fp32", batch_tokens: int = 4096,
                  length_normalize: bool = False):
         if direction is not None and direction != trained.direction:
-            raise ValueError(f"the model was trained {trained.direction} (it scores "
+            raise ValueError(f"the {spec.name} model was trained {trained.direction} (it scores "
                              f"{probability(trained.direction)}), not {direction}")
+        self.spec = spec
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
         self.trained, self.direction = trained, trained.direction
@@ -133,4 +133,20 @@ def build(options: FeatureOptions) -> RNNFeature:
     """The feature over ``--model``, with the scoring options."""
     return RNNFeature(options.trained_model("rnn"), direction=options.direction,
                       device=options.device, dtype=options.dtype, batch_tokens=options.batch_tokens,
+                      length_normalize=options.length_normalize)
+
+
+def build_reverse(options: FeatureOptions) -> RNNFeature:
+    """The feature over ``--reverse-model``, which must score the direction opposite to rnn's
+    (``--direction``, else the ``-m`` model's, else source-to-target): p(source | target) beside
+    p(target | source), as Moses keeps both translation directions."""
+    forward = options.direction or (options.trained_model("rnn").direction if options.model else SOURCE_TO_TARGET)
+    wanted = opposite(forward)
+    trained = options.trained_model("rnn-rev", "reverse_model")
+    if trained.direction != wanted:
+        raise ValueError(f"--reverse-model {options.reverse_model} was trained {trained.direction} (it scores "
+                         f"{probability(trained.direction)}); rnn-rev needs a model trained {wanted} "
+                         f"(mosesrnn train TABLE --direction {wanted})")
+    return RNNFeature(trained, spec=FEATURES["rnn-rev"], direction=wanted, device=options.device,
+                      dtype=options.dtype, batch_tokens=options.batch_tokens,
                       length_normalize=options.length_normalize)
