@@ -13,8 +13,8 @@ Tatoeba system (../shared/data/tatoeba-moses-en-fr). For every ``--variant NAME=
 then prints one Markdown row per variant: test BLEU mean ± sample std over the runs, each run,
 and the tuned weights of the new columns (L1-normalised over all weights, mean over the runs).
 
-Every variant scores the same table: the system's, filtered to the phrases the dev and test
-sentences can use (their n-grams up to --max-phrase-len words), which changes no translation
+Every variant scores the same table: the system's, filtered to the phrases the (whole) dev and
+test sentences can use (their n-grams up to --max-phrase-len words), which changes no translation
 of those sentences (Moses looks up only the input's n-grams, and table-limit prunes per source
 phrase) and spares scoring phrases no sentence uses. ``--dev-lines N`` tunes on the first N dev
 sentences when the whole set does not fit the time (the number of runs is never cut). A variant
@@ -82,8 +82,9 @@ def run(command: list[str], log: Path) -> None:
 def first_lines(path: str, count: int | None, output: Path) -> str:
     """``output`` holding the first ``count`` lines of ``path`` (all of them for None)."""
     with open(path, encoding="utf-8") as stream:
-        lines = stream.readlines()
-    output.write_text("".join(lines[:count]), encoding="utf-8")
+        text = "".join(stream.readlines()[:count])
+    if not output.exists() or output.read_text(encoding="utf-8") != text:  # a second run may be reading it
+        output.write_text(text, encoding="utf-8")
     return str(output)
 
 
@@ -185,7 +186,7 @@ def main() -> None:
            first_lines(args.dev_ref, args.dev_lines, work / "dev.ref"))
     table = str(work / "table.gz")
     if not os.path.exists(table):
-        kept = filter_table(args.table, source_ngrams([dev[0], args.test_src], args.max_phrase_len), table)
+        kept = filter_table(args.table, source_ngrams([args.dev_src, args.test_src], args.max_phrase_len), table)
         print(f"{table}: {kept} lines of {args.table} usable by the dev and test sentences", file=sys.stderr)
     results = []
     for variant in args.variant:
