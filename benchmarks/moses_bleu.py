@@ -18,7 +18,8 @@ test sentences can use (their n-grams up to --max-phrase-len words), which chang
 of those sentences (Moses looks up only the input's n-grams, and table-limit prunes per source
 phrase) and spares scoring phrases no sentence uses. ``--dev-lines N`` tunes on the first N dev
 sentences when the whole set does not fit the time (the number of runs is never cut). A variant
-whose report exists is not run again: rerun the same command after a crash.
+whose report exists is not run again, nor a scored table scored again: rerun the same command
+after a crash (delete a variant's folder to redo it).
 
     python benchmarks/moses_bleu.py --moses-dir ~/mosesdecoder --work bleu-work --runs 3 \\
         --variant 'baseline=' \\
@@ -97,7 +98,7 @@ def new_weight_shares(ini: str, feature: str, added: int) -> list[float]:
 
 def measure_variant(name: str, score_options: str, args, table: str, dev: tuple[str, str]) -> dict:
     """Score, write the ini, tune ``args.runs`` times, decode the test set; return the results."""
-    folder = Path(args.work) / name.replace(",", "+")
+    folder = Path(args.work) / re.sub(r"[^\w.+-]+", "-", name.replace(",", "+"))  # Moses splits paths at spaces
     report = folder / "report.json"
     if report.exists():
         return json.loads(report.read_text())
@@ -108,8 +109,9 @@ def measure_variant(name: str, score_options: str, args, table: str, dev: tuple[
     scored = table
     if score_options.strip():
         scored = str(folder / "table.gz")
-        run(MOSESRNN + ["score", table, *shlex.split(score_options), "--threads", str(args.threads),
-                        "-q", "-o", scored], log)
+        if not os.path.exists(scored + ".json"):  # scored and complete in an earlier run: kept
+            run(MOSESRNN + ["score", table, *shlex.split(score_options), "--threads", str(args.threads),
+                            "-q", "-o", scored], log)
         columns = json.loads(Path(scored + ".json").read_text())["appended_columns"]
     ini = str(folder / "moses.ini")
     system_ini = str(Path(args.system) / "moses.ini")
