@@ -15,7 +15,10 @@ p(f|e) lex(f|e) p(e|f) lex(e|f) [phrase penalty], so R is 2 by default.
 
 processPhraseTableMin aborts ("wrong format") on a line without a fourth field, the word
 alignment; the first line is checked before running, and ``add_empty_alignment`` binarizes a
-temporary copy with an empty alignment field instead. A failed or interrupted run leaves no
+temporary copy with an empty alignment field instead. Its default target-phrase encoding,
+PREnc, codes target phrases through their alignment and aborts on an empty one ("Use -encoding
+None", seen with mosesdecoder @ 34452895), so a table whose alignment is empty (added, or so on
+its first line) is binarized with ``-encoding None``. A failed or interrupted run leaves no
 partial output behind.
 """
 from __future__ import annotations
@@ -41,6 +44,8 @@ _SUFFIXES = {"compact": ".minphr", "ondisk": ".ondisk"}
 P_E_GIVEN_F = 2
 #: processPhraseTableMin needs source ||| target ||| scores ||| alignment.
 COMPACT_FIELDS = 4
+#: processPhraseTableMin's encoding for tables without alignments (its default, PREnc, needs them).
+NO_ALIGNMENT_ENCODING = "None"
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,8 @@ class BinarizeResult:
     """The command that builds (or, in a dry run, would build) ``output`` with ``num_scores`` scores.
 
     ``copy`` is the temporary table with an empty alignment field that the command reads (written
-    before and removed after the run), or None when it reads the table itself.
+    before and removed after the run), or None when it reads the table itself. ``encoding`` is
+    processPhraseTableMin's ``-encoding`` when one is passed (``None`` for empty alignments).
     """
 
     command: tuple[str, ...]
@@ -57,6 +63,7 @@ class BinarizeResult:
     ran: bool
     rankscore: int = P_E_GIVEN_F
     copy: str | None = None
+    encoding: str | None = None
 
 
 def default_output(table: str, fmt: str) -> str:
@@ -84,12 +91,13 @@ def default_rankscore(num_scores: int) -> int:
 
 
 def binarize_command(program: str, fmt: str, table: str, output: str, num_scores: int,
-                     threads: int = 1, rankscore: int = P_E_GIVEN_F) -> list[str]:
-    """The argument list that builds ``output`` from ``table`` with the Moses ``program``."""
+                     threads: int = 1, rankscore: int = P_E_GIVEN_F, encoding: str | None = None) -> list[str]:
+    """The argument list that builds ``output`` from ``table`` with the Moses ``program``
+    (``encoding``: processPhraseTableMin's ``-encoding``, left at its default when None)."""
     if fmt == "compact":
         prefix = output[:-len(".minphr")] if output.endswith(".minphr") else output  # it adds .minphr
         return [program, "-in", table, "-out", prefix, "-nscores", str(num_scores), "-threads", str(threads),
-                "-rankscore", str(rankscore)]
+                "-rankscore", str(rankscore)] + (["-encoding", encoding] if encoding else [])
     return [program, "1", "1", str(num_scores), "100", str(rankscore), table, output]
 
 
@@ -176,7 +184,8 @@ def binarize_table(table: str, fmt: str = "compact", output: str | None = None, 
     the 0-based index of p(e|f) (default :func:`default_rankscore`). For the compact format, a
     first line without an alignment field raises :class:`PhraseTableError` unless
     ``add_empty_alignment``, which binarizes a temporary copy (``OUT.with-alignment.gz`` beside
-    the output) with an empty alignment field. A failed run removes its partial output.
+    the output) with an empty alignment field; an empty alignment (added, or on the first line)
+    is binarized with ``-encoding None``. A failed run removes its partial output.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
@@ -194,12 +203,15 @@ def binarize_table(table: str, fmt: str = "compact", output: str | None = None, 
         copy = (output[:-len(".minphr")] if fmt == "compact" else output) + ".with-alignment.gz"
     elif fmt == "compact":
         _check_fields(first, table)
+    # processPhraseTableMin's own test: an alignment field of at most one character is empty
+    empty_alignment = copy is not None or (len(first.fields) >= COMPACT_FIELDS and len(first.fields[3].strip()) <= 1)
+    encoding = NO_ALIGNMENT_ENCODING if fmt == "compact" and empty_alignment else None
     name = FORMATS[fmt]
     program = find_program(name, moses_bin)
     command = tuple(binarize_command(program or name, fmt, copy or table, output, num_scores, threads,
-                                     rankscore))
+                                     rankscore, encoding))
     if not dry_run:
         if program is None:
             raise missing_program_error(name, moses_bin, command=command)
         _run(command, output, copy, table)
-    return BinarizeResult(command, output, num_scores, not dry_run, rankscore, copy)
+    return BinarizeResult(command, output, num_scores, not dry_run, rankscore, copy, encoding)

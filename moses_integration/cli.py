@@ -155,7 +155,9 @@ def _report_path_changes(output, changes, base) -> None:
 @click.option("--add-empty-alignment", is_flag=True,
               help="processPhraseTableMin needs a 4th field, the word alignment, on every line: binarize a "
                    "temporary copy (OUT.with-alignment.gz, removed afterwards) that adds an empty one where "
-                   "it is missing. Without it, such a table is refused before anything runs.")
+                   "it is missing, and pass -encoding None (PREnc, the default, codes target phrases through "
+                   "their alignment and aborts on an empty one). Without it, such a table is refused before "
+                   "anything runs.")
 @click.option("--moses-bin", type=click.Path(file_okay=False),
               help="Folder with Moses' programs (default: $MOSES_BIN, then PATH).")
 @click.option("--dry-run", is_flag=True, help="Print the command instead of running it.")

@@ -21,8 +21,8 @@ from mosesrnn.files import atomic_file
 
 from .ini_text import IniLine, MosesIniError, parse_ini, replace_tokens, split_comment
 
-__all__ = ["LEGACY_PATH_FIELDS", "IniPath", "PathChange", "file_paths", "is_relative", "absolute_paths",
-           "write_absolute_paths"]
+__all__ = ["LEGACY_PATH_FIELDS", "IniPath", "PathChange", "file_paths", "is_relative", "check_no_space",
+           "absolute_paths", "write_absolute_paths"]
 
 #: Legacy sections naming a file on each line, and the index of the path among the line's fields.
 LEGACY_PATH_FIELDS = {"ttable-file": 4, "lmodel-file": 3, "distortion-file": 3, "generation-file": 3}
@@ -66,6 +66,18 @@ def is_relative(path: str) -> bool:
     return bool(path) and not os.path.isabs(path) and "$" not in path
 
 
+def check_no_space(path: str) -> str:
+    """Return ``path``; raise ValueError if it holds whitespace, which no moses.ini can name.
+
+    Moses splits a ``[feature]`` line at whitespace, so ``path=/a b/t.gz`` reaches it as
+    ``path=/a`` and ``b/t.gz`` and stops ("Incorrect format for feature function arg").
+    """
+    if any(character.isspace() for character in path):
+        raise ValueError(f"{path!r} holds a space, and Moses splits moses.ini lines at spaces (it stops with "
+                         "'Incorrect format for feature function arg'): move or link it to a path without one")
+    return path
+
+
 def _exists(path: str) -> bool:
     # A compact table path=X is the file X.minphr, a compact reordering table X.minlexr.
     return os.path.exists(path) or bool(glob.glob(glob.escape(path) + ".*"))
@@ -85,7 +97,7 @@ def absolute_paths(text: str, base: str | None = None) -> tuple[str, list[PathCh
     for found in file_paths(ini):
         if not is_relative(found.path):
             continue
-        new = os.path.normpath(os.path.join(base, found.path))
+        new = check_no_space(os.path.normpath(os.path.join(base, found.path)))
         edits.setdefault(found.line, {})[found.index] = found.token[:-len(found.path)] + new
         changes.append(PathChange(found.line.number, found.path, new, _exists(new)))
     for line, replacements in edits.items():

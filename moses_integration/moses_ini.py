@@ -28,7 +28,7 @@ from mosesrnn.files import atomic_file
 from mosesrnn.formats.phrase_table import count_scores
 
 from .binarize import BINARY_FORMATS, moses_table_path
-from .ini_paths import PathChange, absolute_paths
+from .ini_paths import PathChange, absolute_paths, check_no_space
 from .ini_text import IniLine, MosesIniError, parse_ini, replace_tokens, section_values, split_comment
 from .weights import initial_weights, scored_columns
 
@@ -349,6 +349,8 @@ def update_moses_ini(ini_path: str, table: str, output: str, add: int | None = N
     weights = initial_weights(add, features, weights)
     if absolute_to is not None:
         table, binary = os.path.abspath(table), binary and os.path.abspath(binary)
+    for path in filter(None, (table, binary)):
+        check_no_space(path)
     with open(ini_path, encoding="utf-8", newline="") as stream:
         update = rewrite_ini(stream.read(), weights, table, feature, binary, ini_path)
     if absolute_to is not None:

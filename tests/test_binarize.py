@@ -233,6 +233,20 @@ def test_rankscore(scores, rankscore, expected, tmp_path):
     assert compact.command[-2:] == ("-rankscore", expected) and ondisk.command[5] == expected
 
 
+@pytest.mark.parametrize("alignment, encoding", [
+    (" ||| 0-0 1-1", None),         # aligned: processPhraseTableMin's default encoding (PREnc)
+    (" ||| ", ("-encoding", "None")),  # empty: PREnc would abort ("Use -encoding None")
+    (" ||| 0", ("-encoding", "None")),  # one character counts as empty for it too
+])
+def test_an_empty_alignment_is_binarized_without_prenc(alignment, encoding, tmp_path):
+    table = tmp_path / "t.gz"
+    with gzip.open(table, "wt", encoding="utf-8") as out:
+        out.write(f"das Haus ||| the house ||| 0.5 0.5 0.5 0.5{alignment}\n")
+    command = binarize_table(str(table), dry_run=True).command
+    assert (command[-2:] == encoding) if encoding else ("-encoding" not in command)
+    assert "-encoding" not in binarize_table(str(table), "ondisk", dry_run=True).command
+
+
 def test_rankscore_out_of_range_is_refused():
     with pytest.raises(ValueError, match=r"--rankscore 6 is not a score of .*: it has 6 \(indices 0-5\)"):
         binarize_table(TATOEBA_TABLE, rankscore=6, dry_run=True)
@@ -246,7 +260,8 @@ def test_cli_dry_run_with_empty_alignment_says_what_it_writes_first():
     assert result.stdout.splitlines() == [
         f"# first: {MINI_TABLE} with an empty alignment field written to {stem}.with-alignment.gz "
         "(removed after the run)",
-        f"processPhraseTableMin -in {stem}.with-alignment.gz -out {stem} -nscores 7 -threads 1 -rankscore 4"]
+        f"processPhraseTableMin -in {stem}.with-alignment.gz -out {stem} -nscores 7 -threads 1 -rankscore 4 "
+        "-encoding None"]
 
 
 def test_cli_table_without_alignment_exits_1_naming_the_option():

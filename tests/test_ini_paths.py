@@ -158,3 +158,26 @@ def test_cli_table_and_absolute_paths_together(tmp_path, monkeypatch):
 def test_cli_option_mistakes_exit_2(args, message, tmp_path):
     result = CliRunner().invoke(moses_ini, [str(MINI_INI), *args, "-o", str(tmp_path / "out.ini")])
     assert result.exit_code == 2 and message in result.stderr
+
+
+@pytest.mark.parametrize("how", ["table", "absolute"])
+def test_a_path_with_a_space_is_refused(how, tmp_path):
+    """Moses splits ini lines at spaces: path=/a b/t.gz would stop it ("Incorrect format for feature function arg")."""
+    import gzip
+
+    from moses_integration.moses_ini import update_moses_ini
+    folder = tmp_path / "my system"
+    folder.mkdir()
+    table = folder / "table.gz"
+    with gzip.open(table, "wt", encoding="utf-8") as out:
+        out.write("das Haus ||| the house ||| 0.5 0.5 0.5 0.5 0.3 2.7 ||| 0-0 1-1\n")
+    ini = folder / "moses.ini"
+    ini.write_text("[feature]\nPhraseDictionaryMemory name=TranslationModel0 num-features=4 path=pt.gz\n"
+                   "KENLM name=LM0 factor=0 path=lm.kenlm order=5\n\n[weight]\nTranslationModel0= 0.2 0.2 0.2 0.2\n")
+    output = tmp_path / "out.ini"
+    with pytest.raises(ValueError, match="holds a space, and Moses splits moses.ini lines at spaces"):
+        if how == "table":
+            update_moses_ini(str(ini), str(table), str(output), features=["rnn", "unk"])
+        else:
+            write_absolute_paths(str(ini), str(output), str(folder))
+    assert not output.exists()
