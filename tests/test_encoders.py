@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 from click.testing import CliRunner
+from test_model import TINY, batch, tiny_model
 from test_model import reference_log_prob as reference_gru_log_prob
 
 from mosesrnn.cli import main
@@ -27,7 +28,6 @@ from mosesrnn.text.vocab import build_vocabularies
 
 torch.set_num_threads(1)
 
-TINY = dict(src_vocab_size=19, trg_vocab_size=21, embed_dim=8, hidden_dim=7, maxout_units=5, output_rank=4)
 #: Small kernel banks, so that long phrases need factorised kernels (KB13 Sec. 5.1.2).
 SMALL_BANKS = dict(csm_kernels=3, cgm_kernels=3, icgm_kernels=3)
 
@@ -40,27 +40,6 @@ PAIRS = [
     ([3, 5, 7, 9, 11, 13, 15, 17, 2], [4, 4, EOS_ID]),
     ([8, 9, 10, 11], [12, 13, 14, 15, 16, EOS_ID]),
 ]
-
-
-def tiny_model(encoder, seed=0, dtype=torch.float64, std=0.5, **extra):
-    """A tiny model with every parameter random (biases too, so that their placement is tested)."""
-    torch.manual_seed(seed)
-    model = build_model(ModelConfig(**TINY, encoder=encoder, **extra)).to(dtype)
-    with torch.no_grad():
-        for param in model.parameters():
-            param.normal_(0.0, std)
-    return model
-
-
-def pad(seqs, extra=0):
-    width = max(len(s) for s in seqs) + extra
-    return torch.tensor([s + [PAD_ID] * (width - len(s)) for s in seqs]), torch.tensor([len(s) for s in seqs])
-
-
-def batch(pairs, extra=0):
-    src, src_len = pad([x for x, _ in pairs], extra)
-    trg, trg_len = pad([y for _, y in pairs], extra)
-    return src, src_len, trg, trg_len
 
 
 def params(model):

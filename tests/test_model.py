@@ -18,10 +18,10 @@ PAIRS = [
 ]
 
 
-def tiny_model(seed=0, dtype=torch.float64, std=0.5):
+def tiny_model(encoder="gru", seed=0, dtype=torch.float64, std=0.5, **extra):
     """A tiny model with all parameters random (biases too, so their placement is tested)."""
     torch.manual_seed(seed)
-    model = build_model(ModelConfig(**TINY)).to(dtype)
+    model = build_model(ModelConfig(**TINY, encoder=encoder, **extra)).to(dtype)
     with torch.no_grad():
         for param in model.parameters():
             param.normal_(0.0, std)
