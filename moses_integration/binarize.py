@@ -33,7 +33,7 @@ from mosesrnn.formats.phrase_table import PhraseEntry, PhraseTableError, format_
 
 from .tools import MosesToolError, find_program, missing_program_error, run_command
 
-__all__ = ["FORMATS", "BINARY_FORMATS", "BinarizeResult", "default_output", "moses_table_path",
+__all__ = ["FORMATS", "BINARY_FORMATS", "BinarizeResult", "default_output", "binarized_path", "moses_table_path",
            "default_rankscore", "binarize_command", "with_empty_alignment", "write_with_alignment",
            "binarize_table"]
 
@@ -70,6 +70,13 @@ def default_output(table: str, fmt: str) -> str:
     """Where the binarized table goes by default: ``T.gz`` gives ``T.minphr`` or ``T.ondisk``."""
     stem = table[:-len(".gz")] if table.endswith(".gz") else table
     return stem + _SUFFIXES[fmt]
+
+
+def binarized_path(table: str, fmt: str, output: str | None = None) -> str:
+    """What ``binarize`` writes: ``output`` (default :func:`default_output`), for ``compact`` with
+    the ``.minphr`` that processPhraseTableMin adds and that moses.ini must name."""
+    output = output or default_output(table, fmt)
+    return output if fmt != "compact" or output.endswith(".minphr") else output + ".minphr"
 
 
 def moses_table_path(table: str, feature_type: str, binary: str | None = None) -> str:
@@ -195,9 +202,7 @@ def binarize_table(table: str, fmt: str = "compact", output: str | None = None, 
     num_scores = len(first.scores)
     rankscore = default_rankscore(num_scores) if rankscore is None else rankscore
     _check_rankscore(rankscore, num_scores, table)
-    output = output or default_output(table, fmt)
-    if fmt == "compact" and not output.endswith(".minphr"):
-        output += ".minphr"  # what processPhraseTableMin writes, and what moses.ini must name
+    output = binarized_path(table, fmt, output)
     copy = None
     if len(first.fields) < COMPACT_FIELDS and add_empty_alignment:
         copy = (output[:-len(".minphr")] if fmt == "compact" else output) + ".with-alignment.gz"

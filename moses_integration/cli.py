@@ -1,8 +1,8 @@
 """Click commands ``moses-ini``, ``binarize``, ``mert-moses`` and ``mert-report``.
 
-Each parses its options, calls one library function and turns the library's errors into a
-:class:`click.ClickException` (message on stderr, exit status 1). Register them on a group with
-``group.add_command(moses_ini)`` etc.
+Each parses its options and calls one library function inside a :class:`~mosesrnn.job.Job`; the
+``mosesrnn`` group turns the library's errors into one line on stderr and exit status 1.
+Register them on a group with ``group.add_command(moses_ini)`` etc.
 """
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import os
 
 import click
 
-from mosesrnn.formats.phrase_table import PhraseTableError
+from mosesrnn.cli.common import Command
+from mosesrnn.job import Job
 
-from .binarize import BINARY_FORMATS, FORMATS, binarize_table
+from .binarize import BINARY_FORMATS, FORMATS, binarize_table, binarized_path
 from .ini_paths import write_absolute_paths
 from .mert import BLEU_TOKENIZERS, MertOptions, tune
 from .mert_report import apply_iteration, choose_iteration, format_tuning, read_tuning, tuning_dirs
@@ -20,9 +21,13 @@ from .moses_ini import update_moses_ini
 from .tools import MosesToolError, format_command
 from .weights import DEFAULT_WEIGHTS
 
-__all__ = ["moses_ini", "binarize", "mert_moses", "mert_report"]
+__all__ = ["MosesCommand", "moses_ini", "binarize", "mert_moses", "mert_report"]
 
-_LIBRARY_ERRORS = (ValueError, PhraseTableError, MosesToolError, OSError)
+
+class MosesCommand(Command):
+    """A mosesrnn command that runs Moses: a missing or failing Moses program is one line too."""
+
+    user_errors = Command.user_errors + (MosesToolError,)
 
 
 def _comma_list(ctx, param, value):
@@ -47,7 +52,7 @@ def _float_list(ctx, param, value):
 _DEFAULTS_TEXT = ", ".join(f"{name} {weight:+g}" for name, weight in DEFAULT_WEIGHTS.items())
 
 
-@click.command("moses-ini")
+@click.command("moses-ini", cls=MosesCommand)
 @click.argument("ini", type=click.Path(exists=True, dir_okay=False))
 @click.option("--table", type=click.Path(exists=True, dir_okay=False),
               help="The scored phrase table (text, usually .gz). Its first line must have exactly the new "
@@ -96,14 +101,12 @@ def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute
     _check_moses_ini_options(table, absolute_paths, relative_to,
                              dict(add=add, features=features, weights=weights, feature=feature_name, binary=binary))
     base = (relative_to or os.getcwd()) if absolute_paths else None
-    try:
+    with Job(inputs=[ini, table], outputs=[output]):
         if table is None:
             changes = write_absolute_paths(ini, output, base)
         else:
             update = update_moses_ini(ini, table, output, add, features, weights, feature_name, binary, base)
             changes = update.path_changes
-    except _LIBRARY_ERRORS as error:
-        raise click.ClickException(str(error)) from None
     if table is not None:
         click.echo(f"{output}: {update.feature} ({update.type}, line {update.feature_line}) now reads "
                    f"{update.table_path} with num-features={update.new_num_features}; added weights "
@@ -137,7 +140,7 @@ def _report_path_changes(output, changes, base) -> None:
         click.echo("  (are the paths relative to another directory? name it with --relative-to)", err=True)
 
 
-@click.command("binarize")
+@click.command("binarize", cls=MosesCommand)
 @click.argument("table", type=click.Path(exists=True, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="compact", show_default=True,
               help="compact: for PhraseDictionaryCompact (processPhraseTableMin writes file OUT.minphr); "
@@ -171,11 +174,12 @@ def binarize(table, fmt, output, threads, rankscore, add_empty_alignment, moses_
     Example:
       mosesrnn binarize phrase-table.rnn.gz --format compact --threads 4 --moses-bin /opt/moses/bin
     """
-    try:
+    output = binarized_path(table, fmt, output)
+    # an OnDisk table is a folder that CreateOnDiskPt rewrites: it is locked only while it is new
+    declared = [] if dry_run or os.path.isdir(output) else [output]
+    with Job(inputs=[table], outputs=declared):
         result = binarize_table(table, fmt, output, threads, moses_bin, dry_run, rankscore,
                                 add_empty_alignment)
-    except _LIBRARY_ERRORS as error:
-        raise click.ClickException(str(error)) from None
     if dry_run:
         if result.copy:
             click.echo(f"# first: {table} with an empty alignment field written to {result.copy} "
@@ -186,7 +190,7 @@ def binarize(table, fmt, output, threads, rankscore, add_empty_alignment, moses_
                    err=True)
 
 
-@click.command("mert-moses")
+@click.command("mert-moses", cls=MosesCommand)
 @click.argument("dev_src", type=click.Path(dir_okay=False))
 @click.argument("dev_ref", type=click.Path(dir_okay=False))
 @click.argument("ini", type=click.Path(dir_okay=False))
@@ -236,15 +240,13 @@ def mert_moses(dev_src, dev_ref, ini, work_dir, runs, threads, moses_bin, moses_
     """
     options = MertOptions(dev_src, dev_ref, ini, work_dir, runs, threads, nbest, maximum_iterations,
                           batch_mira, return_best_dev, test_src, test_ref, baseline, tokenize)
-    try:
+    with Job(inputs=[dev_src, dev_ref, ini, test_src, test_ref, baseline], folders=[] if dry_run else [work_dir]):
         report = tune(options, moses_bin, moses_scripts, mertdir, dry_run,
                       log=lambda message: click.echo(message, err=True))
-    except _LIBRARY_ERRORS as error:
-        raise click.ClickException(str(error)) from None
     click.echo(report)
 
 
-@click.command("mert-report")
+@click.command("mert-report", cls=MosesCommand)
 @click.argument("work_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--dev-ref", type=click.Path(exists=True, dir_okay=False),
               help="The dev reference: also score each iteration's decoded dev set (runK.out) with sacreBLEU.")
@@ -272,7 +274,7 @@ def mert_report(work_dir, dev_ref, tokenize, which, full_ini, output):
         raise click.UsageError("--apply needs --ini (the full moses.ini) and -o (the new one)")
     if which is None and (full_ini is not None or output is not None):
         raise click.UsageError("--ini and -o go with --apply")
-    try:
+    with Job(inputs=[work_dir, dev_ref, full_ini], outputs=[output]):
         tunings = [read_tuning(directory, dev_ref, tokenize) for directory in tuning_dirs(work_dir)]
         if which is not None and len(tunings) > 1:
             raise ValueError(f"{work_dir} holds {len(tunings)} tunings: --apply to one of them, e.g. "
@@ -283,5 +285,3 @@ def mert_report(work_dir, dev_ref, tokenize, which, full_ini, output):
             apply_iteration(chosen, full_ini, output)
             click.echo(f"wrote {output}: {full_ini} with the weights of iteration {chosen.number} "
                        f"({chosen.ini})", err=True)
-    except _LIBRARY_ERRORS as error:
-        raise click.ClickException(str(error)) from None

@@ -18,6 +18,8 @@ from typing import Callable, Sequence
 
 from sacrebleu.metrics import BLEU
 
+from mosesrnn.locks import lock_path
+
 from .ini_paths import file_paths, is_relative
 from .moses_ini import parse_ini, read_weights
 from .tools import (
@@ -38,6 +40,9 @@ SCRIPTS_ENV = "MOSES_SCRIPTS"
 BLEU_TOKENIZERS = tuple(BLEU.TOKENIZERS)
 # mert-moses.pl dies unless all five are executable in --mertdir.
 MERTDIR_PROGRAMS = ("extractor", "mert", "kbmira", "pro", "evaluator")
+
+
+LOCK_NAME = os.path.basename(lock_path("work", folder=True))  # the lock of a running mosesrnn command
 
 
 class MertSetupError(ValueError):
@@ -195,7 +200,7 @@ def _input_problems(options: MertOptions) -> list[str]:
     files = (options.dev_src, options.dev_ref, options.ini, options.baseline, options.test_src,
              options.test_ref)
     problems += [f"{path}: no such file" for path in files if path is not None and not os.path.isfile(path)]
-    if os.path.isdir(options.work_dir) and os.listdir(options.work_dir):
+    if os.path.isdir(options.work_dir) and set(os.listdir(options.work_dir)) - {LOCK_NAME}:
         problems.append(f"{options.work_dir} is not empty: tune into a fresh working directory (a stale "
                         "filtered/ or features.list would hide the changed features)")
     for ini in filter(None, (options.ini, options.baseline)):

@@ -158,10 +158,11 @@ def apply_iteration(iteration: Iteration, full_ini: str, output: str) -> None:
     """Write ``output``: the full (unfiltered) ``full_ini`` with ``iteration``'s weights.
 
     Only the ``[weight]`` lines change (see :func:`~moses_integration.moses_ini.replace_weights`);
-    the output appears atomically and must differ from the input.
+    the output appears atomically. Raises MosesIniError if the iteration's ini holds no weights.
     """
-    if os.path.exists(output) and os.path.samefile(full_ini, output):
-        raise MosesIniError(full_ini, None, "the output would overwrite the input; write a new file")
+    if not iteration.weights:
+        raise MosesIniError(iteration.ini, None, f"no [weight] lines: iteration {iteration.number} has no weights "
+                                                 "to apply")
     with open(full_ini, encoding="utf-8", newline="") as stream:
         text = replace_weights(stream.read(), iteration.weights, full_ini)
     with atomic_file(output) as stream:

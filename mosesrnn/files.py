@@ -14,7 +14,7 @@ import stat
 import tempfile
 from typing import BinaryIO, Iterator
 
-__all__ = ["atomic_file", "is_special_file", "check_not_input", "describe_os_error"]
+__all__ = ["atomic_file", "is_special_file", "describe_os_error"]
 
 
 def is_special_file(path: str) -> bool:
@@ -24,14 +24,6 @@ def is_special_file(path: str) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-def check_not_input(output: str, *inputs: str) -> None:
-    """Raise ValueError if ``output`` is one of ``inputs`` (through any link): writing would destroy it."""
-    for path in inputs:
-        if path != "-" and output != "-" and os.path.exists(output) and os.path.exists(path) \
-                and os.path.samefile(path, output) and not is_special_file(output):
-            raise ValueError(f"{output} is the input {path}: choose another output file")
 
 
 @contextlib.contextmanager
@@ -60,12 +52,14 @@ def atomic_file(path: str, suffix: str = ".part") -> Iterator[BinaryIO]:
         raise
 
 
-def describe_os_error(error: OSError, path: str) -> str:
+def describe_os_error(error: OSError) -> str:
     """One line for a failed read or write: ``PATH: no space left on device``."""
-    where = error.filename or path
+    if error.strerror is None:  # raised by our own code with a whole message
+        return str(error)
+    problem = error.strerror.lower()
     if error.errno == errno.ENOSPC:
-        return f"{where}: no space left on device (temporary files removed)"
-    return f"{where}: {(error.strerror or str(error)).lower()}"
+        problem += " (temporary files removed)"
+    return f"{error.filename}: {problem}" if error.filename else problem
 
 
 def _umask() -> int:

@@ -2,7 +2,7 @@
 
 The model's own codecs turn text into ids and back, so a model file is all that is needed. Sources
 are batched by length (``batch_size`` sentences each) and results come back in input order. An
-empty source line gets no hypotheses (an empty 1-best line).
+empty source line gets one empty translation (an empty 1-best line; one n-best line, as Moses).
 
 n-best lines follow Moses' format, ids 0-based sentence indices: ``id ||| hypothesis ||| RNN0= log p
 ||| total``, where the total is the score that ranked the list (log p, or log p per token with
@@ -67,8 +67,12 @@ class Searcher:
 
     def translate(self, sources: Sequence[str], *, beam_size: int = 10, nbest: int = 1,
                   length_normalize: bool = False, exclude_unk: bool = True) -> list[list[Translation]]:
-        """The ``nbest`` best translations of each source, best first, in input order."""
-        results: list[list[Translation]] = [[] for _ in sources]
+        """The ``nbest`` best translations of each source, best first, in input order.
+
+        A source without tokens gets one empty translation with log p 0, as Moses gives an empty
+        input line one empty hypothesis: every line keeps its sentence id in an n-best list.
+        """
+        results: list[list[Translation]] = [[Translation("", 0.0, 0.0)] for _ in sources]
         for positions, src, lengths in self._batches(sources):
             found = search.beam_search(self.model, src, lengths, beam_size, nbest=nbest,
                                        length_normalize=length_normalize, exclude_unk=exclude_unk,

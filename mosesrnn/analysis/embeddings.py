@@ -14,6 +14,7 @@ import torch
 
 from ..models.batching import pad
 from ..models.model_file import TrainedModel
+from ..plots import display_text, save_png
 from ..text.vocab import RESERVED
 
 __all__ = ["word_vectors", "phrase_vectors", "project", "neighbours", "PROJECTIONS", "plot_map"]
@@ -74,10 +75,10 @@ def plot_map(points: np.ndarray, labels: Sequence[str], path: str, title: str, m
     fig, ax = plt.subplots(figsize=(10, 10), dpi=80)
     ax.scatter(points[:, 0], points[:, 1], s=4, alpha=0.5)
     for (x, y), label in zip(points[:max_labels], labels[:max_labels]):
-        ax.annotate(label, (x, y), fontsize=7, alpha=0.8)
+        ax.annotate(display_text(label), (x, y), fontsize=7, alpha=0.8)
     ax.set_title(title)
     ax.set_xticks([])
     ax.set_yticks([])
     fig.tight_layout()
-    fig.savefig(path)
+    save_png(fig, path)
     plt.close(fig)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..formats.phrase_table import read_entries
+from ..formats.phrase_table import read_entries, score_column
+from ..plots import display_text, save_png
 
 __all__ = ["ColumnPair", "read_columns", "rnn_column_index", "spearman", "plot_report", "TM_COLUMN"]
 
@@ -40,8 +41,11 @@ def rnn_column_index(path: str) -> int | None:
     sidecar = path + ".json"
     if not os.path.exists(sidecar):
         return None
-    with open(sidecar, encoding="utf-8") as stream:
-        names = list(json.load(stream).get("appended_columns") or [])
+    try:
+        with open(sidecar, encoding="utf-8") as stream:
+            names = list(json.load(stream).get("appended_columns") or [])
+    except (ValueError, AttributeError, TypeError) as error:
+        raise ValueError(f"{sidecar}: not a sidecar of `mosesrnn score` ({error})") from None
     return names.index("rnn") - len(names) if "rnn" in names else None
 
 
@@ -53,21 +57,27 @@ def read_columns(path: str, rnn_column: int | None = None, tm_column: int = TM_C
                  max_lines: int | None = None, encoding: str = "utf-8") -> ColumnPair:
     """log values of the rnn and translation-model columns of each line (the first ``max_lines``).
 
-    ``rnn_column`` None: from the sidecar, else the last column. Negative indices count from the end.
+    ``rnn_column`` None: from the sidecar ``PATH.json`` that `mosesrnn score` writes; without one
+    (or without an rnn column in it) the column must be given. Negative indices count from the end;
+    a column beyond the first line's scores raises PhraseTableError.
     """
     if rnn_column is None:
         rnn_column = rnn_column_index(path)
-    rnn_column = -1 if rnn_column is None else rnn_column
+        if rnn_column is None:
+            raise ValueError(f"{path}: which score column is the RNN's? {path}.json, which `mosesrnn score` writes "
+                             f"beside the table, is missing or names no rnn column: give --rnn-column")
     rnn, tm = [], []
     for entry in read_entries(path, encoding):
+        if not rnn:
+            rnn_column = score_column(path, entry, rnn_column, "--rnn-column")
+            tm_column = score_column(path, entry, tm_column, "--tm-column")
         if max_lines is not None and len(rnn) >= max_lines:
             break
         rnn.append(_log(entry.scores[rnn_column]))
         tm.append(_log(entry.scores[tm_column]))
     if not rnn:
         raise ValueError(f"{path}: no lines")
-    width = len(entry.scores)
-    return ColumnPair(np.array(rnn), np.array(tm), len(rnn), rnn_column % width, tm_column % width)
+    return ColumnPair(np.array(rnn), np.array(tm), len(rnn), rnn_column, tm_column)
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
@@ -93,8 +103,8 @@ def plot_report(columns: ColumnPair, path: str, title: str, max_points: int = 50
     tm_hist.set_ylabel("pairs")
     rnn_hist.hist(columns.rnn, bins=60)
     rnn_hist.set_xlabel("RNN log p(target | source)")
-    fig.suptitle(title)
+    fig.suptitle(display_text(title))
     fig.tight_layout()
-    fig.savefig(path)
+    save_png(fig, path)
     plt.close(fig)
     return rho

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ..features.rnn import RNNFeature
-from ..formats.phrase_table import PhraseEntry
+from ..formats.phrase_table import PhraseEntry, score_column
 from ..models.model_file import TrainedModel
 from ..pipeline.augment import source_groups
 from ..text.tokenizers import words
@@ -39,11 +39,12 @@ class Ranking:
 
 
 def choose_groups(path: str, *, sources: Sequence[str] | None = None, count: int = 10, min_words: int = 4,
-                  min_candidates: int = 1, seed: int = 1, encoding: str = "utf-8") -> list[list[PhraseEntry]]:
+                  min_candidates: int = 1, seed: int = 1, encoding: str = "utf-8",
+                  tm_column: int = TM_COLUMN) -> list[list[PhraseEntry]]:
     """The table's line groups of ``sources`` (in that order), or of ``count`` sources drawn
     uniformly (reservoir sampling, seeded) among those with ``min_words`` words or more and
-    ``min_candidates`` targets or more."""
-    groups: Iterable[list[PhraseEntry]] = source_groups(path, encoding)
+    ``min_candidates`` targets or more. Raises PhraseTableError if the table has no ``tm_column``."""
+    groups: Iterable[list[PhraseEntry]] = _checked(source_groups(path, encoding), path, tm_column)
     if sources is not None:
         wanted = {source: None for source in sources}
         for group in groups:
@@ -63,6 +64,14 @@ def choose_groups(path: str, *, sources: Sequence[str] | None = None, count: int
         elif (slot := rng.randrange(seen)) < count:
             chosen[slot] = group
     return sorted(chosen, key=lambda group: group[0].line_no)
+
+
+def _checked(groups: Iterable[list[PhraseEntry]], path: str, tm_column: int) -> Iterable[list[PhraseEntry]]:
+    """The groups, after checking that the first line has the column ``tm_column``."""
+    for number, group in enumerate(groups):
+        if number == 0:
+            score_column(path, group[0], tm_column, "--tm-column")
+        yield group
 
 
 def rank_candidates(trained: TrainedModel, groups: Sequence[list[PhraseEntry]], k: int = 3,

@@ -8,6 +8,7 @@ import click
 
 from .. import __version__
 from .analysis import embed, perplexity, report, topk
+from .common import CommandGroup
 from .generate import augment, sample, translate
 from .merge import merge
 from .nbest import nbest
@@ -19,7 +20,7 @@ from .vocab import vocab
 __all__ = ["main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mosesrnn")
 def main() -> None:
     """Train the RNN Encoder-Decoder of Cho et al. (2014) on a Moses phrase table and add its
@@ -38,12 +39,25 @@ def main() -> None:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `mosesrnn score ... -o - | head` ends quietly
 
 
+#: ``mosesrnn --help`` lists the commands in these groups, in this order (as ``git help`` does).
+SECTIONS = (
+    ("The main job", (vocab, train, score, merge)),
+    ("Moses", ()),  # moses_integration's commands, registered below
+    ("n-best lists", (nbest, mert, rerank)),
+    ("Generation and analysis", (translate, sample, augment, topk, perplexity, embed, report)),
+)
+
 
 def _register_commands() -> None:
     # moses_integration is the only code that calls Moses; its commands join this group too.
     from moses_integration.cli import binarize, mert_moses, mert_report, moses_ini
-    for command in (vocab, train, score, merge, nbest, mert, rerank, sample, translate, augment, topk, perplexity,
-                    embed, report, moses_ini, binarize, mert_moses, mert_report):
+    moses = (moses_ini, binarize, mert_moses, mert_report)
+    main.sections = [(title, [c.name for c in (moses if title == "Moses" else commands)])
+                     for title, commands in SECTIONS]
+    for _, commands in SECTIONS:
+        for command in commands:
+            main.add_command(command)
+    for command in moses:
         main.add_command(command)
 
 

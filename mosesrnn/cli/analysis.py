@@ -6,26 +6,16 @@ import os
 
 import click
 
-from ..formats.phrase_table import PhraseTableError
-from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, fail, setup_logging
-from .generate import MODEL, read_lines, text_output
+from ..formats.compressed import atomic_text_output
+from ..formats.text_file import read_lines
+from ..job import Job
+from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, Command, load_model, setup_logging
+from .generate import MODEL
 
 log = logging.getLogger("mosesrnn")
-ERRORS = (PhraseTableError, ValueError, FileNotFoundError)
 
 
-def _load(model_path: str, device: str, threads: int | None):
-    import torch
-
-    from ..devices import resolve_device
-    from ..models.model_file import load_trained_model
-    if threads:
-        torch.set_num_threads(threads)
-    device = resolve_device(device)
-    return load_trained_model(model_path, map_location=device), device
-
-
-@click.command()
+@click.command(cls=Command)
 @click.argument("table", type=TABLE)
 @MODEL
 @click.option("-k", default=3, show_default=True, type=click.IntRange(1), help="Targets listed per ranker.")
@@ -55,20 +45,18 @@ def topk(table, model_path, k, sources, num_sources, min_words, min_candidates, 
     """
     from ..analysis.topk import choose_groups, rank_candidates, text_report, tsv_lines
     setup_logging(quiet)
-    try:
-        trained, device = _load(model_path, device, threads)
+    with Job(inputs=[table, model_path], outputs=[tsv]):
+        trained, device = load_model(model_path, device, threads)
         groups = choose_groups(table, sources=list(sources) or None, count=num_sources, min_words=min_words,
-                               min_candidates=min_candidates, seed=seed, encoding=encoding)
+                               min_candidates=min_candidates, seed=seed, encoding=encoding, tm_column=tm_column)
         rankings = rank_candidates(trained, groups, k=k, tm_column=tm_column, device=device)
         if tsv:
-            with text_output(tsv) as stream:
+            with atomic_text_output(tsv) as stream:
                 stream.writelines(line + "\n" for line in tsv_lines(rankings))
-    except ERRORS as error:
-        raise fail(error) from None
     click.echo(text_report(rankings))
 
 
-@click.command()
+@click.command(cls=Command)
 @MODEL
 @click.argument("inputs", nargs=-1, required=True, type=TABLE, metavar="SRC TRG | TABLE")
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed of the source shuffle.")
@@ -92,18 +80,16 @@ def perplexity(model_path, inputs, seed, max_pairs, device, threads, encoding, q
     setup_logging(quiet)
     if len(inputs) not in (1, 2):
         raise click.UsageError("give SRC TRG (two files) or one phrase table")
-    try:
+    with Job(inputs=[model_path, *inputs]):
         pairs = _pairs(inputs, encoding, TextPair)[:max_pairs]
-        trained, device = _load(model_path, device, threads)
+        trained, device = load_model(model_path, device, threads)
         result = compute(trained, pairs, seed=seed, device=device)
-    except ERRORS as error:
-        raise fail(error) from None
     click.echo(result.summary())
 
 
 def _pairs(inputs, encoding, TextPair):
     if len(inputs) == 2:
-        sources, targets = read_lines(inputs[0]), read_lines(inputs[1])
+        sources, targets = read_lines(inputs[0], encoding), read_lines(inputs[1], encoding)
         if len(sources) != len(targets):
             raise ValueError(f"{inputs[0]} has {len(sources)} lines, {inputs[1]} {len(targets)}")
         return [TextPair(s, t) for s, t in zip(sources, targets)]
@@ -111,7 +97,7 @@ def _pairs(inputs, encoding, TextPair):
     return list(dict.fromkeys(TextPair(e.source, e.target) for e in read_entries(inputs[0], encoding)))
 
 
-@click.command()
+@click.command(cls=Command)
 @MODEL
 @click.option("--words", "num_words", type=click.IntRange(2), help="Map the N most frequent input words' e(x).")
 @click.option("--phrases", "phrase_table", type=TABLE, help="Map the representations c of this table's sources.")
@@ -140,8 +126,9 @@ def embed(model_path, num_words, phrase_table, max_phrases, projection, queries,
     setup_logging(quiet)
     if (num_words is None) == (phrase_table is None):
         raise click.UsageError("give --words N or --phrases TABLE")
-    try:
-        trained, _ = _load(model_path, "cpu", threads)
+    outputs = [prefix + ".png", prefix + ".tsv", prefix + ".neighbours.txt"]
+    with Job(inputs=[model_path, phrase_table], outputs=outputs):
+        trained, _ = load_model(model_path, "cpu", threads)
         if num_words:
             labels, vectors = embeddings.word_vectors(trained, num_words)
         else:
@@ -149,16 +136,14 @@ def embed(model_path, num_words, phrase_table, max_phrases, projection, queries,
             vectors = embeddings.phrase_vectors(trained, labels)
         points = embeddings.project(vectors, projection, seed)
         what = "word embeddings e(x)" if num_words else "phrase representations c"
-        embeddings.plot_map(points, labels, prefix + ".png", f"{projection.upper()} of {len(labels)} {what} "
+        embeddings.plot_map(points, labels, outputs[0], f"{projection.upper()} of {len(labels)} {what} "
                             f"({os.path.basename(model_path)})")
-        with text_output(prefix + ".tsv") as stream:
+        with atomic_text_output(outputs[1]) as stream:
             stream.write("label\tx\ty\n")
             stream.writelines(f"{label}\t{x:.4f}\t{y:.4f}\n" for label, (x, y) in zip(labels, points))
         report = [_neighbour_line(embeddings, labels, vectors, query, k) for query in (queries or labels[:5])]
-        with text_output(prefix + ".neighbours.txt") as stream:
+        with atomic_text_output(outputs[2]) as stream:
             stream.write("\n".join(report) + "\n")
-    except ERRORS as error:
-        raise fail(error) from None
     click.echo("\n".join(report))
     log.info("wrote %s.tsv, %s.png, %s.neighbours.txt", prefix, prefix, prefix)
 
@@ -188,7 +173,7 @@ def _distinct_sources(path: str, limit: int, encoding: str, seed: int) -> list[s
     return list(dict.fromkeys(source for _, source in sorted(chosen)))
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("table", type=TABLE)
 @click.option("-o", "--output", required=True, help="The PNG (scatter and histograms).")
 @click.option("--rnn-column", type=int, help="0-based column of the RNN score (default: from TABLE.json, else last).")
@@ -209,11 +194,9 @@ def report(table, output, rnn_column, tm_column, max_lines, max_points, encoding
     """
     from ..analysis.report import plot_report, read_columns
     setup_logging(quiet)
-    try:
+    with Job(inputs=[table], outputs=[output]):
         columns = read_columns(table, rnn_column, tm_column, max_lines, encoding)
         rho = plot_report(columns, output, os.path.basename(table), max_points)
-    except ERRORS as error:
-        raise fail(error) from None
     click.echo(f"{columns.lines} lines: Spearman rho(RNN column {columns.rnn_column + 1}, TM column "
                f"{columns.tm_column + 1}) = {rho:.4f}; mean log p: RNN {columns.rnn.mean():.3f}, "
                f"TM {columns.tm.mean():.3f}; plot: {output}")

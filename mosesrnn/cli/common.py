@@ -1,16 +1,16 @@
 """What the commands share: option types, logging to stderr, and library errors as clean CLI errors."""
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
-import signal
 import sys
-from typing import Iterator
 
 import click
 
-__all__ = ["TABLE", "ENCODING", "QUIET", "DEVICE", "THREADS", "setup_logging", "fail", "interrupt_on_signals",
+from ..files import describe_os_error
+from ..job import Interrupted
+
+__all__ = ["TABLE", "ENCODING", "QUIET", "DEVICE", "THREADS", "setup_logging", "Command", "CommandGroup", "load_model",
            "parse_duration", "duration"]
 
 TABLE = click.Path(dir_okay=False, allow_dash=True)
@@ -38,22 +38,66 @@ def setup_logging(quiet: bool) -> None:
         logger.propagate = False
 
 
-@contextlib.contextmanager
-def interrupt_on_signals() -> Iterator[None]:
-    """Inside the block, SIGINT (Ctrl-C) and SIGTERM (a scheduler's preemption, ``kill``) raise
-    KeyboardInterrupt, so the job stops cleanly, also when started with SIGINT ignored (as a
-    background job of a script is), the way ``train`` does."""
-    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+class Command(click.Command):
+    """A command whose errors end the same way, whichever command raised them (every mosesrnn
+    command is one: ``@click.command(cls=Command)``).
+
+    Bad input, refused outputs and failed reads or writes (ValueError and its kinds: file:line
+    errors, model-file errors, locks; OSError; a subclass's ``user_errors``) become one line on
+    stderr and exit status 1; an interrupted run says what it kept and exits with 130. Other
+    exceptions are bugs and keep their traceback.
+    """
+
+    user_errors: tuple[type[BaseException], ...] = (ValueError, OSError)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Interrupted as stop:
+            click.echo(f"mosesrnn: {stop}", err=True)
+            ctx.exit(130)
+        except KeyboardInterrupt:
+            click.echo("mosesrnn: interrupted", err=True)
+            ctx.exit(130)
+        except EOFError as error:  # click would take it for Ctrl-D and say only "Aborted!"
+            raise click.ClickException(f"a file ended too early: {error}") from None
+        except self.user_errors as error:
+            raise click.ClickException(describe_os_error(error) if isinstance(error, OSError) else str(error)) \
+                from None
 
 
-def fail(error: Exception) -> click.ClickException:
-    """A library error as a click error: its message on stderr, exit status 1."""
-    return click.ClickException(str(error))
+class CommandGroup(click.Group):
+    """The ``mosesrnn`` group: ``--help`` lists its commands in sections, as ``git help`` does."""
+
+    #: (title, command names) in the order ``--help`` lists them; commands not named go under "Other".
+    sections: list[tuple[str, list[str]]] = []
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands under their section titles, each with its short help."""
+        listed = {name for _, names in self.sections for name in names}
+        others = [name for name in self.list_commands(ctx) if name not in listed]
+        limit = formatter.width - 6 - max(map(len, self.commands), default=0)
+        for title, names in [*self.sections, ("Other commands", others)]:
+            rows = [(name, self.commands[name].get_short_help_str(limit)) for name in names
+                    if name in self.commands and not self.commands[name].hidden]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+def load_model(model_path: str, device: str = "auto", threads: int | None = None):
+    """The trained model of a model file, on ``device`` (resolved), with torch's threads set;
+    returns ``(TrainedModel, device)``. torch is imported here, so that ``--help`` stays fast."""
+    import torch
+
+    from ..devices import resolve_device
+    from ..models.model_file import load_trained_model
+    if threads:
+        torch.set_num_threads(threads)
+    device = resolve_device(device)
+    return load_trained_model(model_path, map_location=device), device
 
 
 def parse_duration(text: str) -> float:

@@ -34,16 +34,27 @@ class FeatureRequest:
     batch_tokens: int
     threads: int | None
 
+    def __post_init__(self):
+        self.names()  # a bad --features is a usage error, found before any file is opened
+
+    def names(self) -> tuple[str, ...]:
+        """The features asked for, or the defaults; raises click.BadParameter for a bad ``--features``."""
+        try:
+            return (parse_feature_names(self.features) if self.features
+                    else default_features(self.model_path is not None, self.reverse_model_path is not None))
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--features") from None
+
+    def inputs(self) -> list[str]:
+        """The files and folders the features read (for the command's :class:`~mosesrnn.job.Job`)."""
+        return [path for path in (self.model_path, self.reverse_model_path, self.vocab_dir) if path]
+
     def build(self) -> tuple[list[Feature], FeatureOptions]:
         """The feature objects, in the order asked, and the options they were built from.
 
-        Raises click.BadParameter for a bad ``--features``, ValueError for what the library refuses.
+        Raises ValueError for what the library refuses.
         """
-        try:
-            names = (parse_feature_names(self.features) if self.features
-                     else default_features(self.model_path is not None, self.reverse_model_path is not None))
-        except ValueError as error:
-            raise click.BadParameter(str(error), param_hint="--features") from None
+        names = self.names()
         if self.threads:
             import torch  # here, so that `mosesrnn --help` and the other commands start quickly
             torch.set_num_threads(self.threads)

@@ -1,15 +1,15 @@
 """``mosesrnn sample``, ``translate`` and ``augment``: what a trained model generates."""
 from __future__ import annotations
 
-import contextlib
 import logging
-import sys
 import time
 
 import click
 
-from ..formats.phrase_table import PhraseTableError
-from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, fail, setup_logging
+from ..formats.compressed import atomic_text_output
+from ..formats.text_file import read_lines
+from ..job import Job
+from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, Command, load_model, setup_logging
 
 log = logging.getLogger("mosesrnn")
 
@@ -21,39 +21,9 @@ BATCH = click.option("--batch-size", default=32, show_default=True, type=click.I
 
 def load_searcher(model_path: str, device: str, threads: int | None, batch_size: int = 32):
     """The model file ready for search (torch imported here, so --help stays fast)."""
-    import torch
-
-    from ..devices import resolve_device
     from ..generate import Searcher
-    from ..models.model_file import load_trained_model
-    if threads:
-        torch.set_num_threads(threads)
-    device = resolve_device(device)
-    return Searcher(load_trained_model(model_path, map_location=device), device=device, batch_size=batch_size)
-
-
-def read_lines(path: str) -> list[str]:
-    """The lines of a text file (.gz allowed, '-' for stdin), without their line ends."""
-    from ..formats.compressed import open_input
-    with open_input(path) as stream:
-        return [line.decode("utf-8").rstrip("\r\n") for line in stream]
-
-
-@contextlib.contextmanager
-def text_output(path: str | None):
-    """A text stream to ``path`` (written atomically; .gz compressed), or stdout for None or '-'."""
-    if path in (None, "-"):
-        yield sys.stdout
-        sys.stdout.flush()
-        return
-    import io
-
-    from ..formats.compressed import atomic_output
-    with atomic_output(path) as raw:
-        stream = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
-        yield stream
-        stream.flush()
-        stream.detach()  # the raw stream is closed (and renamed into place) by atomic_output
+    trained, device = load_model(model_path, device, threads)
+    return Searcher(trained, device=device, batch_size=batch_size)
 
 
 def _sources(source: tuple[str, ...], input_path: str | None) -> list[str]:
@@ -62,7 +32,7 @@ def _sources(source: tuple[str, ...], input_path: str | None) -> list[str]:
     return list(source) if source else read_lines(input_path)
 
 
-@click.command()
+@click.command(cls=Command)
 @MODEL
 @click.option("--source", multiple=True, metavar="TEXT", help="A source phrase or sentence (repeatable).")
 @click.option("--input", "input_path", type=TABLE, help="One source per line (.gz allowed, '-' = stdin).")
@@ -85,12 +55,10 @@ def sample(model_path, source, input_path, num_samples, top, seed, no_unk, tsv, 
       mosesrnn sample -m model/best.pt --source "the united states" -n 50 --top 5
     """
     setup_logging(quiet)
-    sources = _sources(source, input_path)
-    try:
+    with Job(inputs=[model_path, input_path]):
+        sources = _sources(source, input_path)
         searcher = load_searcher(model_path, device, threads, batch_size)
         results = searcher.sample(sources, num_samples, top=top, seed=seed, exclude_unk=no_unk)
-    except (ValueError, FileNotFoundError) as error:
-        raise fail(error) from None
     for index, (text, samples) in enumerate(zip(sources, results)):
         if not tsv:
             click.echo(f"{text}")
@@ -99,7 +67,7 @@ def sample(model_path, source, input_path, num_samples, top, seed, no_unk, tsv, 
                        else f"  {s.log_prob:9.3f}  x{s.count:<3d} {s.text}")
 
 
-@click.command()
+@click.command(cls=Command)
 @MODEL
 @click.option("--input", "input_path", required=True, type=TABLE, help="One source per line ('-' = stdin).")
 @click.option("-o", "--output", type=TABLE, help="Where the translations go (default: stdout).")
@@ -130,26 +98,24 @@ def translate(model_path, input_path, output, beam_size, nbest, length_normalize
     setup_logging(quiet)
     if nbest and nbest > beam_size:
         raise click.BadParameter(f"at most the beam size ({beam_size})", param_hint="--nbest")
-    try:
+    with Job(inputs=[model_path, input_path], outputs=[output]):
         searcher = load_searcher(model_path, device, threads, batch_size)
         sources = read_lines(input_path)
         start = time.perf_counter()
         results = searcher.translate(sources, beam_size=beam_size, nbest=nbest or 1,
                                      length_normalize=length_normalize, exclude_unk=not allow_unk)
         seconds = time.perf_counter() - start
-        with text_output(output) as stream:
+        with atomic_text_output(output) as stream:
             for index, hyps in enumerate(results):
                 if nbest:
                     stream.writelines(nbest_line(index, hyp) + "\n" for hyp in hyps)
                 else:
                     stream.write((hyps[0].text if hyps else "") + "\n")
-    except (ValueError, FileNotFoundError) as error:
-        raise fail(error) from None
     log.info("translated %d sentences in %.1f s (%.2f sentences/s), beam %d%s", len(sources), seconds,
              len(sources) / max(seconds, 1e-9), beam_size, ", length-normalised" if length_normalize else "")
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("table", type=TABLE)
 @MODEL
 @click.option("-o", "--output", required=True, type=TABLE, help="The augmented table (.gz allowed).")
@@ -183,13 +149,11 @@ def augment(table, model_path, output, beam_size, per_source, max_sources, new_p
     setup_logging(quiet)
     if per_source > beam_size:
         raise click.BadParameter(f"at most the beam size ({beam_size})", param_hint="--per-source")
-    try:
+    new_pairs = new_pairs or output + ".new.tsv"
+    with Job(inputs=[table, model_path], outputs=[output, new_pairs]):
         searcher = load_searcher(model_path, device, threads)
         summary = augment_table(table, output, searcher, beam_size=beam_size, per_source=per_source,
-                                max_sources=max_sources, new_pairs_path=new_pairs or output + ".new.tsv",
-                                encoding=encoding)
-    except (PhraseTableError, ValueError, FileNotFoundError) as error:
-        raise fail(error) from None
+                                max_sources=max_sources, new_pairs_path=new_pairs, encoding=encoding)
     click.echo(f"{summary.new_pairs} new pairs for {summary.searched_sources} searched source phrases "
                f"({summary.lines} table lines kept, {summary.proposals_in_table} proposals already in the "
-               f"table); listed in {new_pairs or output + '.new.tsv'}", err=True)
+               f"table); listed in {new_pairs}", err=True)

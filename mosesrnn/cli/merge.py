@@ -5,13 +5,14 @@ import logging
 
 import click
 
-from ..pipeline.merge import MergeError, merge_parts
-from .common import QUIET, fail, setup_logging
+from ..job import Job
+from ..pipeline.merge import merge_parts
+from .common import QUIET, Command, setup_logging
 
 log = logging.getLogger("mosesrnn")
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("parts", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The joined table; its sidecar goes to OUTPUT.json.")
@@ -28,8 +29,6 @@ def merge(parts, output, quiet):
       mosesrnn merge scored.part*.gz -o scored.gz
     """
     setup_logging(quiet)
-    try:
+    with Job(inputs=parts, outputs=[output]):
         summary = merge_parts(parts, output)
-    except (MergeError, OSError) as error:
-        raise fail(error) from None
     log.info("merged %d parts, %d lines; signature: %s", summary.parts, summary.lines, summary.signature)

@@ -6,11 +6,10 @@ import logging
 import click
 
 from ..features.registry import describe
-from ..files import describe_os_error
-from ..formats.nbest import NbestError
+from ..job import Job
 from ..pipeline.nbest import nbest_label, score_nbest
 from ..progress import ProgressBar
-from .common import ENCODING, QUIET, fail, setup_logging
+from .common import ENCODING, QUIET, Command, setup_logging
 from .features import feature_options
 
 log = logging.getLogger("mosesrnn")
@@ -18,7 +17,7 @@ log = logging.getLogger("mosesrnn")
 PATH = click.Path(dir_okay=False, allow_dash=True)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("nbest", type=PATH)
 @click.option("--source", "source_path", required=True, type=click.Path(dir_okay=False, exists=True),
               help="The source sentences the n-best list translates, one per line: sentence id i is line i+1 "
@@ -45,15 +44,11 @@ def nbest(nbest, source_path, output, request, chunk_lines, encoding, quiet):
       mosesrnn mert dev.100best.rnn.gz --refs dev.tok.fr -o weights.txt
     """
     setup_logging(quiet)
-    try:
+    with Job(inputs=[nbest, source_path, *request.inputs()], outputs=[output]):
         features, _ = request.build()
         with ProgressBar("scoring", quiet=quiet, unit="hyps") as bar:
             summary = score_nbest(nbest, source_path, output, features, chunk_lines=chunk_lines,
                                   encoding=encoding, progress=lambda lines: bar.update_position(lines, 0, None))
-    except (NbestError, ValueError) as error:
-        raise fail(error) from None
-    except OSError as error:
-        raise fail(describe_os_error(error, output)) from None
     log.info("added %s to %d hypotheses of %d sentences in %.1f s (%.0f hypotheses/s); features: %s",
              " ".join(f"{nbest_label(f)}=" for f in features), summary.lines, summary.sentences, summary.seconds,
              summary.lines_per_second, ",".join(describe(f) for f in features))

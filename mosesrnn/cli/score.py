@@ -5,19 +5,18 @@ import logging
 
 import click
 
-from ..files import describe_os_error
-from ..formats.phrase_table import PhraseTableError
-from ..pipeline.score import ScoreInterrupted, score_table
+from ..job import Job
+from ..pipeline.score import score_table
 from ..pipeline.shards import ShardSpec
 from ..pipeline.table_checks import table_warnings
 from ..progress import ProgressBar
-from .common import ENCODING, QUIET, TABLE, fail, interrupt_on_signals, setup_logging
+from .common import ENCODING, QUIET, TABLE, Command, setup_logging
 from .features import feature_options
 
 log = logging.getLogger("mosesrnn")
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("table", type=TABLE)
 @click.option("-o", "--output", required=True, type=TABLE,
               help="The scored table ('-' for stdout). Written as OUTPUT.part and renamed when "
@@ -59,25 +58,18 @@ def score(table, output, request, shard_text, resume, checkpoint_every, checkpoi
         shard = ShardSpec.parse(shard_text)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--shard") from None
-    try:
+    with Job(inputs=[table, *request.inputs()], outputs=[output]):
         columns, options = request.build()
         if table != "-":
             trained = options.trained_model("rnn") if request.model_path else None
             for warning in table_warnings(table, encoding, trained):
                 log.warning("warning: %s", warning)
-        with ProgressBar("scoring", quiet=quiet) as bar, interrupt_on_signals():
+        with ProgressBar("scoring", quiet=quiet) as bar:
             if table != "-" and shard.count == 1:
                 bar.count_lines_in_background(table)
             summary = score_table(table, output, columns, encoding=encoding, chunk_lines=chunk_lines,
                                   shard=shard, resume=resume, checkpoint_every=checkpoint_every,
                                   checkpoint_seconds=60 * checkpoint_minutes, progress=bar.update_position)
-    except ScoreInterrupted as stop:
-        click.echo(f"mosesrnn: {stop}", err=True)
-        raise SystemExit(130) from None
-    except (PhraseTableError, ValueError) as error:
-        raise fail(error) from None
-    except OSError as error:
-        raise fail(describe_os_error(error, output)) from None
     log.info("scored %d lines (%d-%d) in %.1f s (%.0f lines/s); signature: %s", summary.lines,
              summary.first_line, summary.end_line - 1, summary.seconds, summary.lines_per_second,
              summary.signature)

@@ -6,12 +6,12 @@ import math
 import click
 
 from ..direction import DIRECTIONS, SOURCE_TO_TARGET
-from ..formats.phrase_table import PhraseTableError
+from ..job import Job
 from ..models.config import ENCODER_KINDS
-from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, duration, fail, setup_logging
+from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, Command, duration, setup_logging
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("table", type=TABLE, required=False)
 @click.option("--corpus", nargs=2, type=click.Path(dir_okay=False, exists=True), metavar="SRC TRG",
               help="Train on a sentence-aligned corpus instead of a table: two tokenized text files "
@@ -87,7 +87,7 @@ def train(table, corpus, output_dir, preset, encoder, direction, vocab_dir, voca
     setup_logging(quiet)
     overrides = {k: v for k, v in dict(encoder=encoder, embed_dim=embed_dim, hidden_dim=hidden_dim,
                                        maxout_units=maxout_units, output_rank=output_rank).items() if v is not None}
-    try:
+    with Job(inputs=[table, *(corpus or ()), vocab_dir], folders=[output_dir]):
         config = TrainConfig(output_dir, table=table, corpus=tuple(corpus) if corpus else None, preset=preset,
                              direction=direction, vocab_dir=vocab_dir, vocab_size=vocab_size,
                              max_len=max_phrase_len, encoding=encoding, valid_share=valid_share,
@@ -96,8 +96,6 @@ def train(table, corpus, output_dir, preset, encoder, direction, vocab_dir, voca
                              max_time=max_time, device=device, threads=threads, bf16=bf16, seed=seed,
                              model_overrides=overrides, resume=resume or "auto", quiet=quiet)
         result = run_training(config)
-    except (PhraseTableError, ValueError, FileNotFoundError) as error:
-        raise fail(error) from None
     if math.isinf(result.best_valid_ppl):
         click.echo(f"{result.best_path}: not validated yet ({result.updates} updates, {result.stop_reason}); "
                    f"the same command continues the run")

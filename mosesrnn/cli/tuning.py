@@ -5,18 +5,17 @@ import click
 from sacrebleu.metrics.bleu import BLEU
 
 from ..formats.compressed import atomic_output
-from ..formats.nbest import NbestError
+from ..job import Job
 from ..tuning.mert import MertOptions
 from ..tuning.rerank import rerank as rerank_nbest
 from ..tuning.tune import tune_files
 from ..tuning.weights import format_weights, read_weights
+from .common import Command
 
 __all__ = ["mert", "rerank"]
 
-_LIBRARY_ERRORS = (ValueError, NbestError, OSError)
 
-
-@click.command("mert")
+@click.command("mert", cls=Command)
 @click.argument("nbest", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--refs", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False),
               help="Reference translations, one line per sentence (repeat for several references).")
@@ -44,12 +43,10 @@ def mert(nbest, refs, output, init, seed, restarts, random_directions, tokenize)
       mosesrnn mert run1.100best.gz run2.100best.gz --refs dev.tok.fr -o weights.txt --seed 1
     """
     options = MertOptions(restarts=restarts, random_directions=random_directions, seed=seed)
-    try:
+    with Job(inputs=[*nbest, *refs, init], outputs=[output]):
         report = tune_files(nbest, refs, init, tokenize, options)
         with atomic_output(output) as stream:
             stream.write(format_weights(report.groups, report.weights).encode("utf-8"))
-    except _LIBRARY_ERRORS as error:
-        raise click.ClickException(str(error)) from None
     click.echo(f"{report.sentences} sentences, {report.hypotheses} distinct hypotheses; "
                f"initial weights: {report.initial_source}", err=True)
     click.echo(f"{report.line_searches} line searches, seed {seed}, {restarts} random restarts", err=True)
@@ -59,7 +56,7 @@ def mert(nbest, refs, output, init, seed, restarts, random_directions, tokenize)
     click.echo(f"wrote {output}:\n{format_weights(report.groups, report.weights)}", err=True, nl=False)
 
 
-@click.command("rerank")
+@click.command("rerank", cls=Command)
 @click.argument("nbest", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--weights", "weights_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Weights in moses.ini [weight] syntax (what `mosesrnn mert` writes, or a moses.ini).")
@@ -72,10 +69,8 @@ def rerank(nbest, weights_path, output):
     Example:
       mosesrnn rerank dev.100best.gz --weights weights.txt -o dev.rerank.fr
     """
-    try:
+    with Job(inputs=[nbest, weights_path], outputs=[output]):
         weights = read_weights(weights_path)
         with atomic_output(output) as stream:
             for text in rerank_nbest(nbest, weights):
                 stream.write(f"{text}\n".encode("utf-8"))
-    except _LIBRARY_ERRORS as error:
-        raise click.ClickException(str(error)) from None

@@ -16,7 +16,8 @@ from isal import igzip_threaded
 
 from ..files import atomic_file
 
-__all__ = ["GZIP_MAGIC", "is_gzip_name", "decompressed", "open_input", "compressed", "atomic_output", "count_lines"]
+__all__ = ["GZIP_MAGIC", "is_gzip_name", "decompressed", "open_input", "compressed", "atomic_output",
+           "atomic_text_output", "count_lines"]
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -85,3 +86,17 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
         return
     with atomic_file(path) as raw, compressed(raw, path) as stream:
         yield stream
+
+
+@contextlib.contextmanager
+def atomic_text_output(path: str | None) -> Iterator[io.TextIOWrapper]:
+    """A UTF-8 text stream to ``path`` (written atomically; ``*.gz`` compressed), or stdout for None or ``-``."""
+    if path in (None, "-"):
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    with atomic_output(path) as raw:
+        stream = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+        yield stream
+        stream.flush()
+        stream.detach()  # the raw stream is closed (and renamed into place) by atomic_output

@@ -19,7 +19,8 @@ from .compressed import decompressed
 from .errors import FileLineError, decoded_lines
 
 __all__ = [
-    "PhraseTableError", "PhraseEntry", "parse_line", "format_line", "MAX_TABLE_EXPONENT", "table_value",
+    "PhraseTableError", "PhraseEntry", "score_column",
+    "parse_line", "format_line", "MAX_TABLE_EXPONENT", "table_value",
     "read_entries",
     "count_scores", "TableReader",
 ]
@@ -53,6 +54,19 @@ class PhraseEntry:
     def target(self) -> str:
         """The target phrase without surrounding spaces."""
         return self.fields[1].strip(" \t")
+
+
+def score_column(path: str, entry: PhraseEntry, index: int, option: str) -> int:
+    """``index`` (0-based; negative counts from the end) as a column of ``entry``'s scores, from 0.
+
+    Raises :class:`PhraseTableError` at the entry's line, naming ``option``, if there is no such column.
+    """
+    width = len(entry.scores)
+    if not -width <= index < width:
+        raise PhraseTableError(path, entry.line_no, f"no score column {index} ({option}): the line has "
+                               f"{width} score{'s' if width != 1 else ''}, columns 0..{width - 1} "
+                               f"(or -1..-{width} from the end)")
+    return index % width
 
 
 def parse_line(line: str, path: str, line_no: int, expected_scores: int | None = None) -> PhraseEntry:

@@ -17,6 +17,7 @@ Version 1 kept the encoder's and decoder's parameters at the top level (``src_em
 from __future__ import annotations
 
 import hashlib
+import os
 import pickle
 from dataclasses import dataclass
 
@@ -31,7 +32,8 @@ from ..text.vocab import VocabularyPair
 from .config import ModelConfig
 from .encdec import EncoderDecoder
 
-__all__ = ["FORMAT_VERSION", "TrainedModel", "save_trained_model", "load_trained_model"]
+__all__ = ["FORMAT_VERSION", "ModelFileError", "TrainedModel", "save_trained_model", "read_model_file",
+           "load_trained_model"]
 
 FORMAT_VERSION = 2
 _REQUIRED = ("format_version", "config", "state_dict", "direction", "text")
@@ -79,30 +81,83 @@ def save_trained_model(path: str, model: EncoderDecoder, text: CodecPair, direct
         torch.save(checkpoint, stream)
 
 
-def load_trained_model(path: str, map_location="cpu") -> TrainedModel:
-    """Load a model file of any known format version; raises ValueError if it isn't one."""
+class ModelFileError(ValueError):
+    """A file that cannot be used as the model asked for; the message names it and says why."""
+
+
+def read_model_file(path: str, map_location="cpu") -> dict:
+    """The checkpoint dictionary of a mosesrnn model file, migrated to the current format version.
+
+    Every way a file can fail to be one (missing, a folder, empty, truncated, text, another
+    program's pickle or checkpoint, a newer format) raises :class:`ModelFileError` with one line
+    ``PATH is not a mosesrnn model file: why``. This is the one place that reads model files.
+    """
+    def refuse(reason: str) -> ModelFileError:
+        return ModelFileError(f"{path} is not a mosesrnn model file: {reason}")
+
     try:
         checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+    except FileNotFoundError:
+        raise refuse("there is no such file") from None
+    except IsADirectoryError:
+        raise refuse("it is a folder (model files are the best.pt or last.pt inside a model folder)") from None
     except pickle.UnpicklingError:
-        # torch's own message suggests weights_only=False, which would run the file's code.
-        raise ValueError(f"{path}: not a mosesrnn model file: it holds Python objects beyond tensors and "
-                         f"plain values, and loading those would run code from the file (do not load it "
-                         f"with weights_only=False unless you trust whoever made it)") from None
+        if _starts_like_a_zip_or_pickle(path):
+            # torch's own message suggests weights_only=False, which would run the file's code.
+            raise refuse("it holds Python objects beyond tensors and plain values, and loading those would run "
+                          "code from the file (do not load it with weights_only=False unless you trust whoever "
+                          "made it)") from None
+        raise refuse(f"it is not a PyTorch file but {_what_it_looks_like(path)}") from None
+    except (RuntimeError, EOFError, OSError, ValueError):
+        raise refuse(f"it is truncated or damaged ({_what_it_looks_like(path)} that PyTorch cannot read)") from None
     if not isinstance(checkpoint, dict) or "format_version" not in checkpoint:
-        raise ValueError(f"{path}: not a mosesrnn model file")
+        raise refuse("a PyTorch file, but not one that mosesrnn wrote (it has no format_version)")
     version = checkpoint["format_version"]
     while version in MIGRATIONS:
         checkpoint = MIGRATIONS[version](checkpoint)
         version = checkpoint["format_version"]
     if version != FORMAT_VERSION:
-        raise ValueError(f"{path}: unsupported model format version {version} "
-                         f"(this mosesrnn {__version__} reads up to {FORMAT_VERSION})")
+        raise ModelFileError(f"{path}: unsupported model format version {version} "
+                             f"(this mosesrnn {__version__} reads up to {FORMAT_VERSION})")
     missing = [key for key in _REQUIRED if key not in checkpoint]
     if missing:
-        raise ValueError(f"{path}: a model file without {', '.join(missing)}")
+        raise refuse(f"it has no {', '.join(missing)}")
+    return checkpoint
+
+
+def _starts_like_a_zip_or_pickle(path: str) -> bool:
+    with open(path, "rb") as stream:
+        head = stream.read(4)
+    return head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"
+
+
+def _what_it_looks_like(path: str) -> str:
+    """A few words on a file's first bytes: empty, gzip, text (quoted) or binary."""
+    with open(path, "rb") as stream:
+        head = stream.read(64)
+    if not head:
+        return "an empty file"
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip-compressed data"
+    if head.startswith(b"PK\x03\x04"):
+        return f"a zip archive of {os.path.getsize(path):,} bytes"
+    try:
+        text = head.decode("utf-8").split("\n")[0]
+    except UnicodeDecodeError:
+        return "binary data"
+    return f"text starting {text[:40]!r}"
+
+
+def load_trained_model(path: str, map_location="cpu") -> TrainedModel:
+    """Load a model file of any known format version; raises ModelFileError if it isn't one."""
+    checkpoint = read_model_file(path, map_location)
     with torch.device("meta"):  # skip the random initialisation; the weights are loaded below
         model = EncoderDecoder(ModelConfig.from_dict(checkpoint["config"]))
-    model.load_state_dict(checkpoint["state_dict"], assign=True)
+    try:
+        model.load_state_dict(checkpoint["state_dict"], assign=True)
+    except RuntimeError as error:
+        raise ModelFileError(f"{path}: its weights do not fit its configuration ({str(error).splitlines()[0]})") \
+            from None
     text = CodecPair(Codec.from_dict(checkpoint["text"]["source"]), Codec.from_dict(checkpoint["text"]["target"]))
     with open(path, "rb") as stream:
         digest = hashlib.file_digest(stream, "sha256").hexdigest()[:12]

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from ..features.registry import Feature
-from ..files import check_not_input
-from ..formats.compressed import atomic_output, open_input
+from ..formats.compressed import atomic_output
 from ..formats.nbest import NbestEntry, NbestError, format_line, read_nbest
+from ..formats.text_file import text_lines
 from .checkpoint import StreamOutput
 from .streams import ChunkWriter, chunked, prefetch
 
@@ -53,8 +53,8 @@ def nbest_label(feature: Feature) -> str:
 class _Sources:
     """Line ``id + 1`` of the source file for ascending sentence ids, read along in one pass."""
 
-    def __init__(self, lines: Iterator[bytes], path: str):
-        self._lines, self.path, self._id, self._text = lines, path, -1, ""
+    def __init__(self, path: str, encoding: str):
+        self._lines, self.path, self._id, self._text = text_lines(path, encoding), path, -1, ""
 
     def sentence(self, entry: NbestEntry) -> str:
         while self._id < entry.sentence_id:
@@ -63,7 +63,7 @@ class _Sources:
                 raise NbestError(entry.path, entry.line_no, f"sentence id {entry.sentence_id}, but {self.path} "
                                                             f"has only {self._id + 1} lines")
             self._id += 1
-            self._text = line.decode("utf-8").rstrip("\r\n").strip(" \t")
+            self._text = line[1].strip(" \t")
         return self._text
 
 
@@ -78,7 +78,6 @@ def score_nbest(nbest_path: str, source_path: str, output_path: str, features: S
     """
     if not features:
         raise ValueError("no feature to compute")
-    check_not_input(output_path, nbest_path, source_path)
     labels = [nbest_label(feature) for feature in features]
     started, lines, sentences = time.perf_counter(), 0, 0
 
@@ -86,8 +85,8 @@ def score_nbest(nbest_path: str, source_path: str, output_path: str, features: S
         return "".join(format_line(entry, [(label, [value]) for label, value in zip(labels, values)])
                        for entry, values in zip(entries, zip(*columns)))
 
-    with open_input(source_path) as source_lines, atomic_output(output_path) as stream:
-        sources = _Sources(iter(source_lines), source_path)
+    sources = _Sources(source_path, encoding)
+    with atomic_output(output_path) as stream:
         writer = ChunkWriter(StreamOutput(stream), format_chunk)
         try:
             last_id = None

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 from .. import __version__
 from ..features.registry import Feature, describe
-from ..files import check_not_input, is_special_file
+from ..files import is_special_file
 from ..formats.compressed import atomic_output, count_lines
 from ..formats.phrase_table import (
     MAX_TABLE_EXPONENT,
@@ -27,6 +27,7 @@ from ..formats.phrase_table import (
     format_line,
     table_value,
 )
+from ..job import Interrupted
 from .checkpoint import ResumableOutput, StreamOutput, open_output
 from .shards import ShardSpec, TableSlice
 from .streams import ChunkWriter, chunked, prefetch
@@ -59,7 +60,7 @@ def signature(features: Sequence[Feature], encoding: str) -> str:
     return f"mosesrnn:{__version__}|features:{columns}|encoding:{encoding}"
 
 
-class ScoreInterrupted(Exception):
+class ScoreInterrupted(Interrupted):
     """The run was stopped (Ctrl-C, SIGTERM) after a checkpoint at ``next_line``; ``--resume`` continues it."""
 
     def __init__(self, output_path: str, next_line: int | None, lines: int):
@@ -94,7 +95,6 @@ def score_table(input_path: str, output_path: str, features: Sequence[Feature], 
         raise FileNotFoundError(f"{input_path}: no such file")
     if "-" in (input_path, output_path) and (resume or shard.count > 1):
         raise ValueError("--resume and --shard need a file, not stdin/stdout")
-    check_not_input(output_path, input_path)
     sign = signature(features, encoding)
     total = count_lines(input_path) if shard.count > 1 else None
     nominal = shard.nominal_range(total) if total is not None else (1, None)

@@ -12,11 +12,15 @@ def rerank(path: str, weights: Mapping[str, Sequence[float]]) -> Iterator[str]:
     """The 1-best hypothesis text of each sentence of the n-best list ``path``, sentence ids 0, 1, 2, ...
 
     A feature group without a weight counts 0; ties go to the hypothesis listed first (the
-    decoder's order). Raises :class:`NbestError` for a sentence id skipped (no hypotheses) or a
-    group whose number of values differs from its weights.
+    decoder's order). Raises :class:`NbestError` for a sentence id skipped (no hypotheses), a
+    group whose number of values differs from its weights, or weights that name none of the
+    list's features (every hypothesis would score 0, and the first would win silently).
     """
     expected = 0
     for sentence_id, entries in group_by_sentence(read_nbest(path)):
+        if expected == 0 and not set(weights) & set(entries[0].feature_names):
+            raise NbestError(path, entries[0].line_no, f"none of the weights ({', '.join(weights)}) names a "
+                                                       f"feature of the list ({', '.join(entries[0].feature_names)})")
         if sentence_id != expected:
             raise NbestError(path, entries[0].line_no, f"sentence {expected} has no hypotheses "
                                                        f"(the list goes from {expected - 1} to {sentence_id})")

@@ -7,6 +7,7 @@ from typing import Sequence
 import numpy as np
 from sacrebleu.metrics.bleu import BLEUScore
 
+from ..formats.text_file import read_lines
 from .bleu import BleuStatistics
 from .mert import MertOptions, mert, normalise
 from .problem import TuningProblem, load_nbest
@@ -33,11 +34,9 @@ class TuningReport:
 
 
 def read_references(paths: Sequence[str]) -> list[list[str]]:
-    """One list of lines per reference file; raises ValueError if their line counts differ."""
-    streams = []
-    for path in paths:
-        with open(path, encoding="utf-8") as stream:
-            streams.append(stream.read().splitlines())
+    """One list of lines per reference file; raises ValueError if their line counts differ, and
+    FileLineError (file:line) for text that is not UTF-8."""
+    streams = [read_lines(path) for path in paths]
     if len({len(lines) for lines in streams}) > 1:
         raise ValueError("the reference files have different numbers of lines: "
                          + ", ".join(f"{path} {len(lines)}" for path, lines in zip(paths, streams)))

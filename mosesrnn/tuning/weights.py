@@ -6,6 +6,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..formats.text_file import read_lines
+
 __all__ = ["read_weights", "format_weights", "weights_vector", "named_weights"]
 
 _WEIGHT_LINE = re.compile(r"^(\S+)=\s+(.+)$")  # mert-moses.pl reads /^(\S+)= (.+)$/
@@ -17,8 +19,7 @@ def read_weights(path: str) -> dict[str, tuple[float, ...]]:
     Blank lines and ``#`` comments are skipped; raises ValueError (``PATH:LINE: problem``) for
     another line or a value that is not a number.
     """
-    with open(path, encoding="utf-8") as stream:
-        lines = stream.read().splitlines()
+    lines = read_lines(path)
     has_sections = any(line.strip().startswith("[") for line in lines)
     weights: dict[str, tuple[float, ...]] = {}
     section = None
