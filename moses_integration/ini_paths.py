@@ -19,7 +19,7 @@ from typing import Iterator, Sequence
 
 from mosesrnn.files import atomic_file
 
-from .ini_text import IniLine, MosesIniError, parse_ini, replace_tokens, split_comment
+from .ini_text import IniLine, parse_ini, read_ini_text, replace_tokens, split_comment
 
 __all__ = ["LEGACY_PATH_FIELDS", "IniPath", "PathChange", "file_paths", "is_relative", "check_no_space",
            "absolute_paths", "write_absolute_paths"]
@@ -109,12 +109,9 @@ def absolute_paths(text: str, base: str | None = None) -> tuple[str, list[PathCh
 def write_absolute_paths(ini: str, output: str, base: str | None = None) -> list[PathChange]:
     """Write ``output``: ``ini`` with every relative path made absolute (see :func:`absolute_paths`).
 
-    The output appears atomically and must differ from the input.
+    The output appears atomically.
     """
-    if os.path.exists(output) and os.path.samefile(ini, output):
-        raise MosesIniError(ini, None, "the output would overwrite the input; write a new file")
-    with open(ini, encoding="utf-8", newline="") as stream:
-        text, changes = absolute_paths(stream.read(), base)
+    text, changes = absolute_paths(read_ini_text(ini), base)
     with atomic_file(output) as stream:
         stream.write(text.encode("utf-8"))
     return changes

@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-__all__ = ["MosesIniError", "IniLine", "parse_ini", "section_values", "split_comment", "replace_tokens"]
+__all__ = ["MosesIniError", "IniLine", "read_ini_text", "parse_ini", "section_values", "split_comment",
+           "replace_tokens"]
 
 
 class MosesIniError(ValueError):
@@ -32,6 +33,17 @@ class IniLine:
     raw: str
     section: str | None
     value: str
+
+
+def read_ini_text(path: str) -> str:
+    """The text of a moses.ini, line endings kept; raises MosesIniError (file:line) if it is not UTF-8."""
+    with open(path, "rb") as stream:
+        data = stream.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line_no = data.count(b"\n", 0, error.start) + 1
+        raise MosesIniError(path, line_no, f"not valid utf-8 at byte {error.start}") from None
 
 
 def parse_ini(text: str) -> list[IniLine]:

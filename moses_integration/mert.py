@@ -21,6 +21,7 @@ from sacrebleu.metrics import BLEU
 from mosesrnn.locks import lock_path
 
 from .ini_paths import file_paths, is_relative
+from .ini_text import read_ini_text
 from .moses_ini import parse_ini, read_weights
 from .tools import (
     MOSES_BIN_ENV,
@@ -186,8 +187,7 @@ def relative_paths(ini: str) -> list[str]:
     mert-moses.pl runs the decoder inside its working directory, where such paths do not resolve.
     Paths with ``$`` placeholders are left alone.
     """
-    with open(ini, encoding="utf-8") as stream:
-        lines = parse_ini(stream.read())
+    lines = parse_ini(read_ini_text(ini))
     return [f"{ini}:{found.line.number}: {found.token}" for found in file_paths(lines) if is_relative(found.path)]
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from mosesrnn.files import atomic_file
 
+from .ini_text import read_ini_text
 from .mert import corpus_bleu, format_weights
 from .moses_ini import MosesIniError, read_weights, replace_weights
 
@@ -163,7 +164,6 @@ def apply_iteration(iteration: Iteration, full_ini: str, output: str) -> None:
     if not iteration.weights:
         raise MosesIniError(iteration.ini, None, f"no [weight] lines: iteration {iteration.number} has no weights "
                                                  "to apply")
-    with open(full_ini, encoding="utf-8", newline="") as stream:
-        text = replace_weights(stream.read(), iteration.weights, full_ini)
+    text = replace_weights(read_ini_text(full_ini), iteration.weights, full_ini)
     with atomic_file(output) as stream:
         stream.write(text.encode("utf-8"))

@@ -29,7 +29,15 @@ from mosesrnn.formats.phrase_table import count_scores
 
 from .binarize import BINARY_FORMATS, moses_table_path
 from .ini_paths import PathChange, absolute_paths, check_no_space
-from .ini_text import IniLine, MosesIniError, parse_ini, replace_tokens, section_values, split_comment
+from .ini_text import (
+    IniLine,
+    MosesIniError,
+    parse_ini,
+    read_ini_text,
+    replace_tokens,
+    section_values,
+    split_comment,
+)
 from .weights import initial_weights, scored_columns
 
 __all__ = ["MosesIniError", "IniLine", "PhraseTable", "IniUpdate", "parse_ini", "phrase_tables",
@@ -140,8 +148,7 @@ def read_weights(path: str) -> dict[str, tuple[float, ...]]:
     Reads the ``[weight]`` lines ``Name= v1 v2 ...``; as in Moses, a later line for the same
     name replaces an earlier one.
     """
-    with open(path, encoding="utf-8") as stream:
-        lines = parse_ini(stream.read())
+    lines = parse_ini(read_ini_text(path))
     weights = {}
     for line in section_values(lines, "weight"):
         match = _WEIGHT_LINE.match(line.value)
@@ -321,10 +328,6 @@ def rewrite_ini(text: str, weights: Sequence[float], table: str, feature: str | 
                      chosen.num_features + len(weights), weights, table_path, "".join(lines))
 
 
-def _same_file(a: str, b: str) -> bool:
-    return os.path.abspath(a) == os.path.abspath(b) or (os.path.exists(b) and os.path.samefile(a, b))
-
-
 def update_moses_ini(ini_path: str, table: str, output: str, add: int | None = None,
                      features: Sequence[str] | None = None, weights: Sequence[float] | None = None,
                      feature: str | None = None, binary: str | None = None,
@@ -342,8 +345,6 @@ def update_moses_ini(ini_path: str, table: str, output: str, add: int | None = N
     output appears atomically; the input is never overwritten. Raises ValueError (its subclass
     :class:`MosesIniError` for the files), PhraseTableError and OSError.
     """
-    if _same_file(ini_path, output):
-        raise MosesIniError(ini_path, None, "the output would overwrite the input; write a new file")
     if features is None and weights is None:
         features = scored_columns(table)
     weights = initial_weights(add, features, weights)
@@ -351,8 +352,7 @@ def update_moses_ini(ini_path: str, table: str, output: str, add: int | None = N
         table, binary = os.path.abspath(table), binary and os.path.abspath(binary)
     for path in filter(None, (table, binary)):
         check_no_space(path)
-    with open(ini_path, encoding="utf-8", newline="") as stream:
-        update = rewrite_ini(stream.read(), weights, table, feature, binary, ini_path)
+    update = rewrite_ini(read_ini_text(ini_path), weights, table, feature, binary, ini_path)
     if absolute_to is not None:
         text, changes = absolute_paths(update.text, absolute_to)
         update = dataclasses.replace(update, text=text, path_changes=tuple(changes))

@@ -110,13 +110,6 @@ def test_legacy_file_lines_keep_their_other_fields_comments_and_endings():
     assert [c.line_no for c in changes] == [2, 4, 8]
 
 
-def test_the_output_never_overwrites_the_input(tmp_path):
-    ini = tmp_path / "moses.ini"
-    ini.write_text(MINI_INI.read_text())
-    with pytest.raises(ValueError, match="would overwrite the input"):
-        write_absolute_paths(str(ini), str(ini))
-
-
 def test_cli_absolute_paths_alone(tmp_path):
     shared_file("moses-regression-tests/mini-system-fr-en/moses.ini")
     out = tmp_path / "abs.ini"

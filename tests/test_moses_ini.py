@@ -260,14 +260,6 @@ def test_table_with_wrong_column_count_is_refused(tmp_path):
     assert not output.exists()
 
 
-def test_input_is_never_overwritten(tmp_path):
-    ini = tmp_path / "moses.ini"
-    shutil.copy(MINI_INI, ini)
-    with pytest.raises(MosesIniError, match="would overwrite the input"):
-        update_moses_ini(str(ini), str(MINI_TABLE), str(tmp_path / "." / "moses.ini"), weights=ADDED)
-    assert ini.read_bytes() == MINI_INI.read_bytes()
-
-
 def test_unknown_feature_lists_the_phrase_tables():
     with pytest.raises(MosesIniError, match=r"no phrase table named TM9; the phrase tables are: "
                                             r"TranslationModel0 \(PhraseDictionaryMemory\)"):

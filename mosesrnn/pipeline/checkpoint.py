@@ -49,6 +49,7 @@ class ResumableOutput:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.progress_path)
         self.state: dict | None = self._load_state() if resume else None
+        self.recorded: dict | None = self.state  # the state of the last checkpoint
         size = self.state["bytes"] if self.state else 0
         self._raw: BinaryIO = open(self.part_path, "r+b" if self.state else "wb")
         self._raw.truncate(size)
@@ -94,6 +95,7 @@ class ResumableOutput:
         record = {"key": self.key, "state": {**state, "bytes": self._raw.tell()}}
         with atomic_file(self.progress_path) as stream:
             stream.write(json.dumps(record, indent=2).encode("utf-8"))
+        self.recorded = record["state"]
 
     def finish(self) -> int:
         """Complete the output, give it its final name and drop the progress record; returns its size."""

@@ -61,11 +61,13 @@ def signature(features: Sequence[Feature], encoding: str) -> str:
 
 
 class ScoreInterrupted(Interrupted):
-    """The run was stopped (Ctrl-C, SIGTERM) after a checkpoint at ``next_line``; ``--resume`` continues it."""
+    """The run was stopped (Ctrl-C, SIGTERM); after a checkpoint at ``next_line``, ``--resume`` continues it."""
 
-    def __init__(self, output_path: str, next_line: int | None, lines: int):
-        if next_line is None:
+    def __init__(self, output_path: str, next_line: int | None, lines: int, resumable: bool = True):
+        if not resumable:
             where = "the output is not a regular file, so there is nothing to resume"
+        elif next_line is None:
+            where = f"stopped before the first checkpoint: nothing kept, {output_path} not written"
         else:
             where = (f"{lines:,} lines done and kept in {output_path}.part; run the same command with "
                      f"--resume to continue at line {next_line}")
@@ -109,10 +111,12 @@ def score_table(input_path: str, output_path: str, features: Sequence[Feature], 
         lines, capped = _score_chunks(table, output, features, chunk_lines,
                                       _Schedule(checkpoint_every, checkpoint_seconds), state, progress)
         size = output.finish()
-    except ScoreInterrupted as stop:
-        output.abandon(keep=True)
-        next_line = stop.next_line or state.get("next_line", 1) if isinstance(output, ResumableOutput) else None
-        raise ScoreInterrupted(output_path, next_line, stop.lines) from None
+    except (ScoreInterrupted, KeyboardInterrupt):  # Ctrl-C in the chunks (checkpointed), or later
+        resumable = isinstance(output, ResumableOutput)
+        recorded = output.recorded if resumable else None
+        output.abandon(keep=recorded is not None)
+        raise ScoreInterrupted(output_path, recorded and recorded["next_line"],
+                               recorded["lines"] if recorded else 0, resumable) from None
     except BaseException as error:
         # Bad input or a failed write (disk full) leaves nothing; a crash keeps the checkpoints.
         output.abandon(keep=not isinstance(error, (PhraseTableError, OSError)))

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from ..direction import SOURCE_TO_TARGET, TARGET_TO_SOURCE, check_direction
-from ..formats.compressed import open_input
 from ..formats.phrase_table import read_entries
+from ..formats.text_file import text_lines
 from ..text.codec import Codec, CodecPair
 from ..text.tokenizers import MosesWords, Tokenizer, words
 from ..text.vocab import EOS_ID, PAD_ID, RESERVED, UNK_ID, Vocabulary, VocabularyPair, shortlist, unique_pairs
@@ -269,21 +269,14 @@ def _reverse(direction: str) -> bool:
 
 
 def _aligned_lines(source_path: str, target_path: str, encoding: str) -> Iterator[tuple[str, str]]:
-    """Yield line pairs without their line ends; raise ValueError at the first mismatch."""
-    with open_input(source_path) as sources, open_input(target_path) as targets:
-        for line_no, (source, target) in enumerate(itertools.zip_longest(sources, targets), start=1):
-            if source is None or target is None:
-                shorter = source_path if source is None else target_path
-                raise ValueError(f"{shorter}:{line_no}: ends here, but the other side of the corpus goes on")
-            yield (_decode(source, source_path, line_no, encoding),
-                   _decode(target, target_path, line_no, encoding))
-
-
-def _decode(line: bytes, path: str, line_no: int, encoding: str) -> str:
-    try:
-        return line.decode(encoding).rstrip("\r\n")
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path}:{line_no}: not valid {encoding} at byte {error.start}") from None
+    """Yield line pairs without their line ends; raise ValueError at the first mismatch, and
+    FileLineError (file:line) for undecodable text or truncated compressed data."""
+    pairs = itertools.zip_longest(text_lines(source_path, encoding), text_lines(target_path, encoding))
+    for line_no, (source, target) in enumerate(pairs, start=1):
+        if source is None or target is None:
+            shorter = source_path if source is None else target_path
+            raise ValueError(f"{shorter}:{line_no}: ends here, but the other side of the corpus goes on")
+        yield source[1], target[1]
 
 
 class Shuffler:

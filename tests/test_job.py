@@ -1,0 +1,119 @@
+"""The seam every command passes through: Job (checks, folders, cleanup) and the output locks."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from scoring_helpers import TABLE, save_tiny_model
+
+from mosesrnn.job import Interrupted, Job
+from mosesrnn.locks import LockedError, OutputLock, lock_path
+
+
+def test_a_missing_output_folder_is_made_and_removed_again_when_the_run_fails(tmp_path):
+    output = tmp_path / "new" / "deeper" / "out.txt"
+    with pytest.raises(ValueError, match="bad input"):
+        with Job(outputs=[str(output)]):
+            assert output.parent.is_dir()
+            raise ValueError("bad input")
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_made_folder_with_work_in_it_is_kept(tmp_path):
+    model_dir = tmp_path / "model"
+    with pytest.raises(RuntimeError):
+        with Job(folders=[str(model_dir)]):
+            (model_dir / "state.pt").write_bytes(b"worth keeping")
+            raise RuntimeError("crash after some work")
+    assert os.listdir(model_dir) == ["state.pt"]  # the lock is gone, the work stays
+
+
+def test_an_interrupted_job_says_what_it_kept(tmp_path):
+    existing = tmp_path / "old.txt"
+    existing.write_text("before")
+    with pytest.raises(Interrupted) as stop:
+        with Job(outputs=[str(existing), str(tmp_path / "new.txt")]):
+            raise KeyboardInterrupt
+    assert str(stop.value) == f"interrupted: {existing} left as it was, {tmp_path / 'new.txt'} not written"
+    assert sorted(os.listdir(tmp_path)) == ["old.txt"]
+
+
+def test_the_same_output_named_twice_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="named as two outputs"):
+        with Job(outputs=[str(tmp_path / "a.tsv"), str(tmp_path / "." / "a.tsv")]):
+            pass
+
+
+def test_a_stale_lock_is_taken_over(tmp_path):
+    output = tmp_path / "out.gz"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    record = {"pid": int(dead.stdout), "host": "here", "command": "mosesrnn score (killed)", "started": "then"}
+    (tmp_path / "out.gz.lock").write_text(json.dumps(record))  # left by a run that died: nobody holds it
+    with Job(outputs=[str(output)]):
+        assert json.loads((tmp_path / "out.gz.lock").read_text())["pid"] == os.getpid()
+    assert not (tmp_path / "out.gz.lock").exists()
+
+
+def test_a_held_lock_names_its_holder(tmp_path):
+    holder = OutputLock(str(tmp_path / "out.gz"))
+    holder.acquire("mosesrnn score big.gz -o out.gz")
+    try:
+        with pytest.raises(LockedError, match=rf"pid {os.getpid()} .*`mosesrnn score big.gz -o out.gz`"):
+            OutputLock(str(tmp_path / "out.gz")).acquire("mosesrnn score other.gz -o out.gz")
+    finally:
+        holder.release()
+    assert not os.path.exists(lock_path(str(tmp_path / "out.gz")))
+
+
+def _big_table(tmp_path) -> str:
+    table = tmp_path / "table.gz"
+    table.write_bytes(open(TABLE, "rb").read() * 12)  # 36k lines
+    return str(table)
+
+
+def _wait_for(path, process, seconds=120):
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(path):
+        assert process.poll() is None and time.monotonic() < deadline, "the first run ended too soon"
+        time.sleep(0.02)
+
+
+def test_two_score_runs_on_one_output_the_second_is_refused(tmp_path):
+    table, out = _big_table(tmp_path), str(tmp_path / "out.gz")
+    model = save_tiny_model(str(tmp_path / "model.pt"), hidden_dim=256, output_rank=32, vocab_size=2000)
+    args = [sys.executable, "-m", "mosesrnn.cli", "score", table, "-m", model, "-o", out, "--threads", "1",
+            "--chunk-lines", "500", "-q"]
+    first = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    _wait_for(out + ".lock", first)
+    second = subprocess.run(args, capture_output=True, text=True)
+    assert second.returncode == 1 and "Traceback" not in second.stderr
+    assert f"{out} is being written by another run (pid {first.pid}" in second.stderr
+    _, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
+    expected = 12 * gzip.decompress(open(TABLE, "rb").read()).count(b"\n")
+    assert gzip.decompress(open(out, "rb").read()).count(b"\n") == expected  # the first run's whole output
+    assert not os.path.exists(out + ".lock")
+
+
+def test_nbest_stopped_by_sigterm_leaves_no_temporary_file(tmp_path):
+    from conftest import DATA
+    nbest = tmp_path / "big.100best.gz"
+    nbest.write_bytes((DATA / "nbest" / "tatoeba.dev30.untuned.100best.gz").read_bytes())
+    model = save_tiny_model(str(tmp_path / "model.pt"), hidden_dim=512, output_rank=64, vocab_size=2000)
+    out = tmp_path / "out.gz"
+    process = subprocess.Popen([sys.executable, "-m", "mosesrnn.cli", "nbest", str(nbest), "--source",
+                                str(DATA / "nbest" / "tatoeba.dev30.tok.en"), "-m", model, "-o", str(out),
+                                "--threads", "1", "--chunk-lines", "50"], stderr=subprocess.PIPE, text=True)
+    _wait_for(str(out) + ".lock", process)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert f"mosesrnn: interrupted: {out} not written" in stderr and "Traceback" not in stderr
+    assert sorted(os.listdir(tmp_path)) == ["big.100best.gz", "model.pt"]
