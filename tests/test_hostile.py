@@ -127,7 +127,8 @@ def base(tmp_path_factory) -> Path:
     shutil.copy(NBEST / "tatoeba.dev30.tok.en", folder / "source.txt")
     shutil.copy(NBEST / "tatoeba.dev30.fr", folder / "refs.txt")
     shutil.copy(NBEST / "tatoeba.dev.mert-iter1.weights", folder / "weights.txt")
-    (folder / "corpus.en.gz").write_bytes(gzip.compress(b"".join(gzip.open(DATA / "tatoeba.dev400.en.gz").readlines()[:200])))
+    english = gzip.open(DATA / "tatoeba.dev400.en.gz").readlines()[:200]
+    (folder / "corpus.en.gz").write_bytes(gzip.compress(b"".join(english)))
     (folder / "corpus.fr").write_bytes(b"".join((DATA / "tatoeba.dev400.fr").open("rb").readlines()[:200]))
     shutil.copy(DATA / "moses" / "tatoeba-en-fr.moses.ini", folder / "moses.ini")
     runner = CliRunner()
