@@ -2,20 +2,17 @@
 from __future__ import annotations
 
 import functools
-import logging
 from dataclasses import dataclass, fields
 
 import click
 
-from ..devices import resolve_device
 from ..direction import DIRECTIONS
-from ..features.registry import FEATURES, Feature, FeatureOptions, build_features, default_features, parse_feature_names
+from ..features.registry import FEATURES, FeatureOptions, default_features
+from ..features.selection import feature_names
 from ..features.unk import UNK_SIDES
 from .common import DEVICE, THREADS
 
 __all__ = ["FeatureRequest", "feature_options"]
-
-log = logging.getLogger("mosesrnn")
 
 
 @dataclass(frozen=True)
@@ -35,46 +32,22 @@ class FeatureRequest:
     threads: int | None
 
     def __post_init__(self):
-        self.names()  # a bad --features is a usage error, found before any file is opened
-
-    def names(self) -> tuple[str, ...]:
-        """The features asked for, or the defaults; raises click.BadParameter for a bad ``--features``."""
-        try:
-            return (parse_feature_names(self.features) if self.features
-                    else default_features(self.model_path is not None, self.reverse_model_path is not None))
+        try:  # a bad --features is a usage error, found before any file is opened
+            feature_names(self.features, FeatureOptions(model=self.model_path, reverse_model=self.reverse_model_path))
         except ValueError as error:
             raise click.BadParameter(str(error), param_hint="--features") from None
 
-    def inputs(self) -> list[str]:
-        """The files and folders the features read (for the command's :class:`~mosesrnn.job.Job`)."""
-        return [path for path in (self.model_path, self.reverse_model_path, self.vocab_dir) if path]
 
-    def build(self) -> tuple[list[Feature], FeatureOptions]:
-        """The feature objects, in the order asked, and the options they were built from.
-
-        Raises ValueError for what the library refuses.
-        """
-        names = self.names()
+    def keywords(self) -> dict:
+        """The options as keyword arguments of :func:`mosesrnn.score_table` and :func:`mosesrnn.score_nbest`
+        (torch's threads are set here: the library leaves them to its caller)."""
         if self.threads:
             import torch  # here, so that `mosesrnn --help` and the other commands start quickly
             torch.set_num_threads(self.threads)
-        options = FeatureOptions(model=self.model_path, reverse_model=self.reverse_model_path,
-                                 vocab=self.vocab_dir, unk_side=self.unk_side,
-                                 direction=self.direction, device=resolve_device(self.device), dtype=self.dtype,
-                                 batch_tokens=self.batch_tokens, length_normalize=self.length_normalize)
-        if not self.features and self.model_path and self.vocab_dir is None:
-            names = _subword_defaults(names, options)
-        return build_features(names, options), options
-
-
-def _subword_defaults(names: tuple[str, ...], options: FeatureOptions) -> tuple[str, ...]:
-    """The default columns less ``unk`` for a subword model without word shortlists (it has no UNK)."""
-    from ..features.unk import has_word_shortlists
-
-    if "unk" not in names or has_word_shortlists(options.trained_model("unk")):
-        return names
-    log.info("subword model: no unk column (no word shortlists; give --vocab DIR to count words outside them)")
-    return tuple(name for name in names if name != "unk")
+        return dict(features=self.features, model=self.model_path, reverse_model=self.reverse_model_path,
+                    vocab=self.vocab_dir, unk_side=self.unk_side, direction=self.direction,
+                    length_normalize=self.length_normalize, device=self.device, dtype=self.dtype,
+                    batch_tokens=self.batch_tokens)
 
 
 def _options(encoding: str) -> list:

@@ -5,9 +5,7 @@ import logging
 
 import click
 
-from ..features.registry import describe
-from ..job import Job
-from ..pipeline.nbest import nbest_label, score_nbest
+from ..api import score_nbest
 from ..progress import ProgressBar
 from .common import ENCODING, QUIET, Command, setup_logging
 from .features import feature_options
@@ -44,11 +42,9 @@ def nbest(nbest, source_path, output, request, chunk_lines, encoding, quiet):
       mosesrnn mert dev.100best.rnn.gz --refs dev.tok.fr -o weights.txt
     """
     setup_logging(quiet)
-    with Job(inputs=[nbest, source_path, *request.inputs()], outputs=[output]):
-        features, _ = request.build()
-        with ProgressBar("scoring", quiet=quiet, unit="hyps") as bar:
-            summary = score_nbest(nbest, source_path, output, features, chunk_lines=chunk_lines,
-                                  encoding=encoding, progress=lambda lines: bar.update_position(lines, 0, None))
+    with ProgressBar("scoring", quiet=quiet, unit="hyps") as bar:
+        summary = score_nbest(nbest, source_path, output, **request.keywords(), chunk_lines=chunk_lines,
+                              encoding=encoding, progress=lambda lines: bar.update_position(lines, 0, None))
     log.info("added %s to %d hypotheses of %d sentences in %.1f s (%.0f hypotheses/s); features: %s",
-             " ".join(f"{nbest_label(f)}=" for f in features), summary.lines, summary.sentences, summary.seconds,
-             summary.lines_per_second, ",".join(describe(f) for f in features))
+             " ".join(f"{label}=" for label in summary.labels), summary.lines, summary.sentences, summary.seconds,
+             summary.lines_per_second, ",".join(summary.features))

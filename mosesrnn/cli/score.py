@@ -5,10 +5,8 @@ import logging
 
 import click
 
-from ..job import Job
-from ..pipeline.score import score_table
+from ..api import score_table
 from ..pipeline.shards import ShardSpec
-from ..pipeline.table_checks import table_warnings
 from ..progress import ProgressBar
 from .common import ENCODING, QUIET, TABLE, Command, setup_logging
 from .features import feature_options
@@ -55,21 +53,15 @@ def score(table, output, request, shard_text, resume, checkpoint_every, checkpoi
     """
     setup_logging(quiet)
     try:
-        shard = ShardSpec.parse(shard_text)
+        ShardSpec.parse(shard_text)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--shard") from None
-    with Job(inputs=[table, *request.inputs()], outputs=[output]):
-        columns, options = request.build()
-        if table != "-":
-            trained = options.trained_model("rnn") if request.model_path else None
-            for warning in table_warnings(table, encoding, trained):
-                log.warning("warning: %s", warning)
-        with ProgressBar("scoring", quiet=quiet) as bar:
-            if table != "-" and shard.count == 1:
-                bar.count_lines_in_background(table)
-            summary = score_table(table, output, columns, encoding=encoding, chunk_lines=chunk_lines,
-                                  shard=shard, resume=resume, checkpoint_every=checkpoint_every,
-                                  checkpoint_seconds=60 * checkpoint_minutes, progress=bar.update_position)
+    with ProgressBar("scoring", quiet=quiet) as bar:
+        if table != "-" and shard_text == "1/1":
+            bar.count_lines_in_background(table)
+        summary = score_table(table, output, **request.keywords(), encoding=encoding, chunk_lines=chunk_lines,
+                              shard=shard_text, resume=resume, checkpoint_every=checkpoint_every,
+                              checkpoint_minutes=checkpoint_minutes, progress=bar.update_position)
     log.info("scored %d lines (%d-%d) in %.1f s (%.0f lines/s); signature: %s", summary.lines,
              summary.first_line, summary.end_line - 1, summary.seconds, summary.lines_per_second,
              summary.signature)

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..features.registry import Feature
+from ..features.registry import Feature, describe
 from ..formats.compressed import atomic_output
 from ..formats.nbest import NbestEntry, NbestError, format_line, read_nbest
 from ..formats.text_file import text_lines
@@ -38,6 +38,8 @@ class NbestSummary:
     lines: int
     sentences: int
     seconds: float
+    labels: tuple[str, ...] = ()  # the groups added, e.g. ("RNN0", "UNK0")
+    features: tuple[str, ...] = ()  # each feature with its settings (see mosesrnn.features.registry.describe)
 
     @property
     def lines_per_second(self) -> float:
@@ -99,4 +101,5 @@ def score_nbest(nbest_path: str, source_path: str, output_path: str, features: S
                     progress(lines)
         finally:
             writer.close()
-    return NbestSummary(lines, sentences, time.perf_counter() - started)
+    return NbestSummary(lines, sentences, time.perf_counter() - started, tuple(labels),
+                        tuple(describe(feature) for feature in features))

@@ -1,0 +1,67 @@
+"""The Python API: the same numbers as the commands, the same care for files, and the example runs."""
+from __future__ import annotations
+
+import gzip
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from scoring_helpers import TABLE, save_tiny_model
+
+import mosesrnn
+from mosesrnn.cli import main
+from mosesrnn.formats.phrase_table import read_entries
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory) -> str:
+    return save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt"))
+
+
+def test_log_prob_is_the_rnn_column_of_score(model_path, tmp_path):
+    scored = tmp_path / "scored.gz"
+    assert CliRunner().invoke(main, ["score", TABLE, "-m", model_path, "--features", "rnn", "-o", str(scored)]
+                              ).exit_code == 0
+    entries = list(read_entries(str(scored)))[:200]
+    model = mosesrnn.load(model_path, device="cpu")
+    values = model.log_prob([e.source for e in entries], [e.target for e in entries])
+    for entry, log_p in zip(entries, values):
+        assert math.log(entry.scores[-1]) == pytest.approx(log_p, abs=1e-6)  # 9 digits of e^v
+
+
+def test_translate_and_nbest_agree(model_path):
+    model = mosesrnn.load(model_path, device="cpu")
+    sources = ["i promise .", "", "i &apos;ll wait ."]
+    best, lists = model.translate(sources, beam_size=4), model.nbest(sources, 3, beam_size=4)
+    assert [hyp.text for hyp in best] == [hyps[0].text for hyps in lists]
+    assert best[1].text == "" and len(lists[1]) == 1  # an empty line keeps its place
+    with pytest.raises(ValueError, match="at most the beam size"):
+        model.nbest(sources, 5, beam_size=4)
+
+
+def test_score_table_takes_the_commands_care(model_path, tmp_path):
+    table = tmp_path / "table.gz"
+    table.write_bytes(Path(TABLE).read_bytes())
+    with pytest.raises(ValueError, match="is the input"):
+        mosesrnn.score_table(str(table), str(table), model=model_path)
+    summary = mosesrnn.score_table(str(table), str(tmp_path / "out.gz"), model=model_path, device="cpu")
+    assert summary.lines == gzip.decompress(table.read_bytes()).count(b"\n")
+    assert "rnn(" in summary.signature and "unk(" in summary.signature
+
+
+def test_a_file_that_is_not_a_model(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a model\n")
+    with pytest.raises(ValueError, match="is not a mosesrnn model file"):
+        mosesrnn.load(str(tmp_path / "notes.txt"))
+
+
+def test_the_example_runs(model_path):
+    result = subprocess.run([sys.executable, str(EXAMPLES / "api_example.py"), model_path],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "log p(" in result.stdout and "  ->  " in result.stdout and "scored 6229 lines" in result.stdout
