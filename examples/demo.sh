@@ -22,11 +22,19 @@ echo "first lines of the scored table:"
 python -c "import gzip,sys; [sys.stdout.write(l) for _, l in zip(range(3), gzip.open('$OUT/phrase-table.rnn.gz','rt'))]"
 
 echo "== 4. moses.ini: point TranslationModel0 at the scored table, two more features and weights"
-mosesrnn moses-ini examples/moses.ini --table "$PWD/$OUT/phrase-table.rnn.gz" -o "$OUT/moses.rnn.ini"
+echo "   (every path absolute, as mert-moses.pl needs: it decodes inside its working directory)"
+mosesrnn moses-ini examples/moses.ini --table "$PWD/$OUT/phrase-table.rnn.gz" --absolute-paths \
+    --relative-to examples -o "$OUT/moses.rnn.ini"
 diff examples/moses.ini "$OUT/moses.rnn.ini" || true
 
-echo "== 5. the Moses commands that come next (Moses is not needed for this demo)"
-mosesrnn binarize "$OUT/phrase-table.rnn.gz" --format compact --dry-run
-mosesrnn mert-moses examples/dev.tok.en examples/dev.tok.fr "$OUT/moses.rnn.ini" --work-dir "$OUT/tune" \
-    --runs 3 --test-src examples/test.tok.en --test-ref examples/test.tok.fr --dry-run
+echo "== 5. the Moses commands that come next (Moses is not needed for this demo; on your system,"
+echo "   with its language model and reordering table, they run as printed)"
+mosesrnn binarize "$PWD/$OUT/phrase-table.rnn.gz" --format compact --dry-run
+echo "   BLEU: the text is tokenised and lowercased already (Moses' tokenizer), so --tokenize none"
+mosesrnn mert-moses "$PWD/examples/dev.tok.en" "$PWD/examples/dev.tok.fr" "$PWD/$OUT/moses.rnn.ini" \
+    --work-dir "$PWD/$OUT/tune" --runs 3 --test-src "$PWD/examples/test.tok.en" \
+    --test-ref "$PWD/examples/test.tok.fr" --tokenize none --dry-run
+
+echo "== 6. the same from Python: examples/api_example.py"
+python examples/api_example.py "$OUT/model/best.pt"
 echo "== done: see $OUT/ (model/best.pt, model/loss.png, phrase-table.rnn.gz and its .json, moses.rnn.ini)"

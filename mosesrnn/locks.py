@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-__all__ = ["LockedError", "OutputLock", "lock_path"]
+__all__ = ["LockedError", "OutputLock", "lock_path", "command_line"]
 
 log = logging.getLogger("mosesrnn")
 
@@ -49,6 +49,12 @@ class OutputLock:
                 os.close(fd)
                 raise LockedError(f"{self.output} is being written by another run ({_describe(holder)}); "
                                   f"wait for it to finish, or choose another output") from None
+            except OSError as error:  # a file system without locks (some network ones): go on unlocked
+                os.close(fd)
+                os.unlink(self.path)
+                log.warning("warning: cannot lock %s on this file system (%s): nothing stops another run from "
+                            "writing it at the same time", self.output, error.strerror)
+                return
             if _same_file(fd, self.path):
                 break
             os.close(fd)  # the holder removed the file between our open and our flock: try again

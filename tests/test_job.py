@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from scoring_helpers import TABLE, save_tiny_model
@@ -117,3 +120,42 @@ def test_nbest_stopped_by_sigterm_leaves_no_temporary_file(tmp_path):
     assert process.returncode == 130, stderr
     assert f"mosesrnn: interrupted: {out} not written" in stderr and "Traceback" not in stderr
     assert sorted(os.listdir(tmp_path)) == ["big.100best.gz", "model.pt"]
+
+
+# Where the code may write files: the seam's writers, and writers inside a folder that a Job has locked.
+WRITERS = {
+    "mosesrnn/files.py": "atomic_file: the temporary file renamed into place; special files written directly",
+    "mosesrnn/formats/compressed.py": "gzip over an atomic file",
+    "mosesrnn/plots.py": "a figure into an atomic file",
+    "mosesrnn/pipeline/checkpoint.py": "score's resumable OUTPUT.part (and special files)",
+    "mosesrnn/job.py": "the folders a job makes",
+    "mosesrnn/text/vocab.py": "the shortlists' folder (vocab -o, MODEL/vocab), inside a locked folder",
+    "mosesrnn/text/subwords.py": "the SentencePiece models' folder, inside a locked folder",
+    "mosesrnn/train/log.py": "train.jsonl appended in the locked model folder",
+    "mosesrnn/train/trainer.py": "torch.save into an atomic file; the model folder",
+    "mosesrnn/models/model_file.py": "torch.save into an atomic file",
+    "moses_integration/mert.py": "the logs and test translations of Moses runs, in the locked working folder",
+}
+_WRITE = re.compile(r"open\([^)]*[\"'](?:w|wb|a|ab|r\+b|w\+)[\"']|\.savefig\(|\.print_png\(|torch\.save\(|"
+                    r"\.write_text\(|\.write_bytes\(|os\.makedirs\(|os\.mkdir\(")
+
+
+def test_files_are_written_only_through_the_seam():
+    root = Path(__file__).parent.parent
+    writers = {str(path.relative_to(root)) for folder in ("mosesrnn", "moses_integration")
+               for path in (root / folder).rglob("*.py") if _WRITE.search(path.read_text(encoding="utf-8"))}
+    assert writers <= set(WRITERS), f"files written outside the seam: {sorted(writers - set(WRITERS))}"
+
+
+def test_a_file_system_without_locks_warns_and_goes_on(tmp_path, monkeypatch, caplog):
+    import fcntl
+
+    def no_locks(fd, operation):
+        raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    monkeypatch.setattr(logging.getLogger("mosesrnn"), "propagate", True)  # a CLI run may have turned it off
+    with Job(outputs=[str(tmp_path / "out.gz")]):
+        pass
+    assert "cannot lock" in caplog.text and "No locks available" in caplog.text
+    assert os.listdir(tmp_path) == []
