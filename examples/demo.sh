@@ -13,7 +13,7 @@ mosesrnn vocab "$TABLE" -o "$OUT/vocab" --size 15000
 
 echo "== 2. train the RNN Encoder-Decoder (small preset, a short run)"
 mosesrnn train "$TABLE" -o "$OUT/model" --vocab "$OUT/vocab" --preset small \
-    --max-updates 800 --valid-every 200 --valid-share 0.05
+    --max-updates 800 --valid-every 200 --valid-share 0.05 --threads 1  # 1 thread: robust on a busy machine
 echo "the loss curve (train and validation NLL, validation vs unigram perplexity): $OUT/model/loss.png"
 
 echo "== 3. score: append exp(log p(target|source)) and e^(unknown words) to every line"
