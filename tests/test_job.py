@@ -132,7 +132,8 @@ WRITERS = {
     "mosesrnn/text/vocab.py": "the shortlists' folder (vocab -o, MODEL/vocab), inside a locked folder",
     "mosesrnn/text/subwords.py": "the SentencePiece models' folder, inside a locked folder",
     "mosesrnn/train/log.py": "train.jsonl appended in the locked model folder",
-    "mosesrnn/train/trainer.py": "torch.save into an atomic file; the model folder",
+    "mosesrnn/train/loop.py": "torch.save of the training state into an atomic file",
+    "mosesrnn/train/trainer.py": "the model folder (made by the Job of `train`; kept for the library's callers)",
     "mosesrnn/models/model_file.py": "torch.save into an atomic file",
     "moses_integration/mert.py": "the logs and test translations of Moses runs, in the locked working folder",
 }

@@ -4,14 +4,16 @@ from __future__ import annotations
 import json
 import os
 
+from ..plots import save_png
+
 __all__ = ["TrainLog"]
 
 
 class TrainLog:
     """``train.jsonl`` (one JSON object per event) and the loss-curve PNG redrawn from it."""
 
-    def __init__(self, path: str, plot_path: str, fresh: bool):
-        self.path, self.plot_path = path, plot_path
+    def __init__(self, path: str, plot_path: str, fresh: bool, unit: str = "pair"):
+        self.path, self.plot_path, self.unit = path, plot_path, unit
         if fresh and os.path.exists(path):
             os.remove(path)
 
@@ -26,8 +28,7 @@ class TrainLog:
         self.plot()
 
     def plot(self) -> None:
-        """Draw NLL per pair (train, valid) and valid vs unigram perplexity against updates."""
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        """Draw NLL per example (train, valid) and valid vs unigram perplexity against updates."""
         from matplotlib.figure import Figure
         with open(self.path, encoding="utf-8") as lines:
             records = [r for r in map(json.loads, lines) if r["event"] == "valid"]
@@ -36,12 +37,12 @@ class TrainLog:
         nll, ppl = figure.subplots(1, 2)
         nll.plot(updates, [r["train_nll"] for r in records], label="train (mean since last validation)")
         nll.plot(updates, [r["valid_nll"] for r in records], label="validation")
-        nll.set(xlabel="updates", ylabel="NLL per pair (nats)", title="loss")
-        ppl.plot(updates, [r["valid_ppl"] for r in records], label="RNN Encoder-Decoder")
+        nll.set(xlabel="updates", ylabel=f"NLL per {self.unit} (nats)", title="loss")
+        ppl.plot(updates, [r["valid_ppl"] for r in records], label="model")
         ppl.plot(updates, [r["unigram_ppl"] for r in records], "--", label="unigram baseline")
         ppl.set(xlabel="updates", ylabel="per-token perplexity", yscale="log", title="validation")
         for axes in (nll, ppl):
             axes.legend()
             axes.grid(alpha=0.3)
         figure.tight_layout()
-        FigureCanvasAgg(figure).print_png(self.plot_path)
+        save_png(figure, self.plot_path)

@@ -1,0 +1,322 @@
+"""One training loop for every kind of model: the RNN Encoder-Decoder and the CSLM alike.
+
+The loop knows nothing of the model. A :class:`Task` gives it the network, its optimizer, the
+loss of a minibatch of examples (indices into the task's training data) and a validation; the
+loop draws the minibatches (a seeded permutation per epoch), updates, validates every
+``valid_every`` updates, keeps ``best.pt`` (lowest validation NLL) and ``last.pt`` through the
+task, and stops at ``max_updates``, ``max_time``, after ``patience`` validations without
+improvement, or on SIGINT/SIGTERM (at the end of the update in progress; a second signal stops at
+once).
+
+A run is resumable exactly: ``state.pt`` holds the optimizer state, the RNG states, the counters
+and the data position (epoch, index into that epoch's permutation), so N updates in one go and
+N/2 + resume + N/2 give the same weights. ``train.jsonl`` gets one record per validation and
+``loss.png`` is redrawn from it.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ..files import atomic_file
+from .data import Shuffler
+from .log import TrainLog
+
+__all__ = ["Task", "Validation", "LoopSettings", "LoopResult", "Loop", "STATE", "BEST", "LAST", "load_state",
+           "seed_everything"]
+
+log = logging.getLogger("mosesrnn")
+
+BEST, LAST, STATE = "best.pt", "last.pt", "state.pt"
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A validation's result: ``nll`` is what early stopping and ``best.pt`` minimise; ``record`` goes
+    into ``train.jsonl`` (and the model file's info); ``summary`` into the log line."""
+
+    nll: float
+    record: dict
+    summary: str
+
+
+class Task(Protocol):
+    """What the loop needs from one kind of model."""
+
+    #: the network, on its device, in training mode
+    model: torch.nn.Module
+    #: number of training examples; minibatches are index arrays into them
+    train_size: int
+    #: what an example is, for logs and records: "pairs", "n-grams"
+    unit: str
+    #: how the training loss reads in the log line: "NLL per pair"
+    loss_name: str
+    #: the keys of its validations' records (None in a model file saved before the first validation)
+    validation_keys: tuple[str, ...]
+
+    def optimizer(self) -> torch.optim.Optimizer:
+        """A fresh optimizer over the model's parameters."""
+
+    def loss(self, index: np.ndarray) -> torch.Tensor:
+        """The scalar to minimise on the training examples ``index``."""
+
+    def validate(self) -> Validation:
+        """Score the held-out data."""
+
+    def info(self) -> dict:
+        """Facts stored in the model files besides the loop's (preset, data, ...)."""
+
+    def save_model(self, path: str, info: dict) -> None:
+        """Write a self-contained model file (atomically)."""
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """The options every kind of model trains with; see `mosesrnn train --help`."""
+
+    batch_size: int = 64
+    valid_every: int = 1000
+    patience: int = 10
+    max_updates: int | None = None
+    max_time: float | None = None  # seconds of training in this invocation
+    clip_norm: float | None = None
+    seed: int = 1
+    quiet: bool = False
+    plot_unit: str = "pair"  # the loss curve's y axis: NLL per <plot_unit>
+
+
+@dataclass
+class LoopResult:
+    """What a run did: updates, the stop reason (max_updates | max_time | early_stopping | interrupted),
+    the best validation, speed, and whether it continued a saved run."""
+
+    updates: int
+    epoch: int
+    stop_reason: str
+    best: Validation | None
+    examples_per_second: float
+    resumed: bool
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch, numpy and Python's generator (a fresh run; a resumed one restores them)."""
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    random.seed(seed)
+
+
+def load_state(output_dir: str, resume: str, config: dict, free: set[str]) -> dict | None:
+    """The saved state of ``output_dir`` to continue, following ``resume`` (auto | require | never).
+
+    Raises ValueError when the saved run's config differs from ``config`` outside ``free``, and
+    FileNotFoundError when ``resume`` is "require" and there is no state.
+    """
+    path = os.path.join(output_dir, STATE)
+    if resume == "never" or not os.path.exists(path):
+        if resume == "require":
+            raise FileNotFoundError(f"{path}: no training state to resume from")
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if state.get("version") != STATE_VERSION:
+        raise ValueError(f"{path}: unsupported training state version {state.get('version')}")
+    saved = state["config"]
+    changed = sorted(k for k in config if k not in free and saved.get(k) != config[k])
+    if changed:
+        raise ValueError(f"{path}: cannot resume with different {', '.join(changed)} (use --restart to start over)")
+    log.info("resuming from %s at update %d (epoch %d)", path, state["updates"], state["epoch"])
+    return state
+
+
+class Loop:
+    """One run of a task: counters, minibatches, validation, files (see the module docstring)."""
+
+    def __init__(self, task: Task, settings: LoopSettings, output_dir: str, config: dict, state: dict | None):
+        self.task, self.settings, self.config = task, settings, config
+        self.path = lambda name: os.path.join(output_dir, name)
+        self.resumed = state is not None
+        state = state or {}
+        self.optimizer = task.optimizer()
+        if state:
+            self.optimizer.load_state_dict(state["optimizer"])
+            _set_rng_state(state["rng"])
+        self.updates, self.examples = state.get("updates", 0), state.get("pairs", 0)
+        self.seconds = state.get("seconds", 0.0)
+        self.best: Validation | None = _validation(state.get("best"))
+        self.last: Validation | None = _validation(state.get("last"))
+        self.bad_validations = state.get("bad_validations", 0)
+        self.loss_sum, self.loss_count = state.get("loss_sum", 0.0), state.get("loss_count", 0)
+        self.last_valid_update = state.get("last_valid_update", -1)
+        self.shuffler = Shuffler(task.train_size, settings.batch_size, settings.seed,
+                                 state.get("epoch", 0), state.get("position", 0))
+        self.log = TrainLog(self.path("train.jsonl"), self.path("loss.png"), fresh=not self.resumed,
+                            unit=settings.plot_unit)
+
+    # -- one update and one validation ---------------------------------------------------------------
+
+    def step(self) -> float:
+        """One update on the next minibatch; returns its loss."""
+        index = self.shuffler.next_batch()
+        loss = self.task.loss(index)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.settings.clip_norm:
+            torch.nn.utils.clip_grad_norm_(self.task.model.parameters(), self.settings.clip_norm)
+        self.optimizer.step()
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise ValueError(f"the loss became {value} at update {self.updates + 1}; try --clip-norm 1")
+        self.updates, self.examples = self.updates + 1, self.examples + len(index)
+        self.loss_sum, self.loss_count = self.loss_sum + value, self.loss_count + 1
+        return value
+
+    def info(self, validation: Validation | None) -> dict:
+        """Training facts stored in the model files: the loop's, the validation's and the task's."""
+        loop = {"updates": self.updates, "epoch": self.shuffler.epoch, "pairs_seen": self.examples,
+                "batch_size": self.settings.batch_size, "seed": self.settings.seed,
+                "training_seconds": round(self.seconds, 1)}
+        valid = validation.record if validation else dict.fromkeys(self.task.validation_keys)
+        return {**self.task.info(), **loop, **valid}
+
+    def validate(self) -> None:
+        """Validate, log, save last.pt (and best.pt if better) and the state."""
+        started = time.monotonic()
+        validation = self.task.validate()
+        improved = self.best is None or validation.nll < self.best.nll
+        if improved:
+            self.best, self.bad_validations = validation, 0
+            self.task.save_model(self.path(BEST), self.info(validation))
+        else:
+            self.bad_validations += 1
+        train_loss = self.loss_sum / max(self.loss_count, 1)
+        self.loss_sum, self.loss_count = 0.0, 0
+        self.last, self.last_valid_update = validation, self.updates
+        self.log.validation(update=self.updates, epoch=self.shuffler.epoch, pairs=self.examples,
+                            train_nll=train_loss, **validation.record, best=improved,
+                            seconds=round(self.seconds, 1), valid_seconds=round(time.monotonic() - started, 1))
+        log.info("update %d (epoch %d, %.0f s): train %s %.3f; %s%s", self.updates, self.shuffler.epoch,
+                 self.seconds, self.task.loss_name, train_loss, validation.summary, ", best so far" if improved else "")
+        self.save()
+
+    def save(self) -> None:
+        """Write last.pt, then the training state that matches it."""
+        self.task.save_model(self.path(LAST), self.info(self.last))
+        with atomic_file(self.path(STATE)) as stream:
+            torch.save({
+                "version": STATE_VERSION, "config": self.config, "optimizer": self.optimizer.state_dict(),
+                "rng": _rng_state(), "updates": self.updates, "pairs": self.examples, "seconds": self.seconds,
+                "epoch": self.shuffler.epoch, "position": self.shuffler.position,
+                "best": _plain(self.best), "last": _plain(self.last), "bad_validations": self.bad_validations,
+                "loss_sum": self.loss_sum, "loss_count": self.loss_count,
+                "last_valid_update": self.last_valid_update}, stream)
+
+    # -- the run -------------------------------------------------------------------------------------
+
+    def run(self, should_stop: Callable[[int], bool] | None = None) -> LoopResult:
+        """Update until a limit, early stopping or a stop request, then leave consistent files.
+
+        ``should_stop(updates)`` is asked before every update; True stops as an interrupt would.
+        """
+        stop, examples_before, seconds_before = threading.Event(), self.examples, self.seconds
+        with _stop_on_signals(stop):
+            reason = self._updates(stop, should_stop)
+        if self.last_valid_update != self.updates:
+            if reason in ("max_updates", "max_time"):
+                self.validate()  # so that best.pt and the log reflect the end of the run
+            else:
+                self.save()  # interrupted: the state as it is, to resume exactly
+                if not os.path.exists(self.path(BEST)):  # stopped before a validation: still a usable model
+                    self.task.save_model(self.path(BEST), self.info(None))
+        speed = (self.examples - examples_before) / max(self.seconds - seconds_before, 1e-9)
+        self.log.write("end", reason=reason, update=self.updates, pairs_per_second=speed)
+        return LoopResult(self.updates, self.shuffler.epoch, reason, self.best, speed, self.resumed)
+
+    def _updates(self, stop: threading.Event, should_stop) -> str:
+        started, examples_before, seconds_before = time.monotonic(), self.examples, self.seconds
+        with self._progress_bar() as bar:
+            while not (reason := self._limit(started, stop, should_stop)):
+                tick = time.monotonic()
+                loss = self.step()
+                self.seconds += time.monotonic() - tick  # training time, validation excluded
+                if self.updates % 10 == 0:
+                    speed = (self.examples - examples_before) / max(self.seconds - seconds_before, 1e-9)
+                    bar.set_postfix(loss=f"{loss:.2f}", per_s=f"{speed:.0f}", refresh=False)
+                bar.update(1)
+                if self.updates % self.settings.valid_every == 0:
+                    self.validate()
+        return reason
+
+    def _limit(self, started: float, stop: threading.Event, should_stop) -> str | None:
+        settings = self.settings
+        if stop.is_set() or (should_stop is not None and should_stop(self.updates)):
+            return "interrupted"
+        if self.bad_validations >= settings.patience:
+            return "early_stopping"
+        if settings.max_updates is not None and self.updates >= settings.max_updates:
+            return "max_updates"
+        if settings.max_time is not None and time.monotonic() - started >= settings.max_time:
+            return "max_time"
+        return None
+
+    def _progress_bar(self) -> tqdm:
+        return tqdm(total=self.settings.max_updates, initial=self.updates, unit="upd", dynamic_ncols=True,
+                    disable=self.settings.quiet or not sys.stderr.isatty(), desc="training")
+
+
+def _plain(validation: Validation | None) -> list | None:
+    return None if validation is None else [validation.nll, validation.record, validation.summary]
+
+
+def _validation(saved: list | None) -> Validation | None:
+    return None if saved is None else Validation(*saved)
+
+
+def _rng_state() -> dict:
+    """The torch, numpy and python RNG states as tensors, lists and numbers (weights_only-safe)."""
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    version, internal, gauss_next = random.getstate()
+    return {"torch": torch.get_rng_state(), "numpy": [name, keys.tolist(), pos, has_gauss, gauss],
+            "python": [version, list(internal), gauss_next]}
+
+
+def _set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    name, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((name, np.array(keys, dtype=np.uint32), pos, has_gauss, gauss))
+    version, internal, gauss_next = state["python"]
+    random.setstate((version, tuple(internal), gauss_next))
+
+
+@contextmanager
+def _stop_on_signals(flag: threading.Event):
+    """Set ``flag`` on SIGINT/SIGTERM (a second signal interrupts at once); main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        if flag.is_set():
+            raise KeyboardInterrupt
+        log.warning("signal %d: stopping after this update and saving (again to quit at once)", signum)
+        flag.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
