@@ -18,6 +18,7 @@ from .ini_paths import write_absolute_paths
 from .mert import BLEU_TOKENIZERS, MertOptions, tune
 from .mert_report import apply_iteration, choose_iteration, format_tuning, read_tuning, tuning_dirs
 from .moses_ini import update_moses_ini
+from .neural_lm import write_with_neural_lm
 from .tools import MosesToolError, format_command
 from .weights import DEFAULT_WEIGHTS
 
@@ -81,9 +82,15 @@ _DEFAULTS_TEXT = ", ".join(f"{name} {weight:+g}" for name, weight in DEFAULT_WEI
 @click.option("--relative-to", type=click.Path(file_okay=False), metavar="DIR",
               help="With --absolute-paths: the directory the ini's relative paths are relative to (default: "
                    "the current directory, where Moses resolves them; often the ini's own folder).")
+@click.option("--cslm", type=click.Path(exists=True, dir_okay=False), metavar="NPLM",
+              help="Add the CSLM inside the decoder: a NeuralLM feature (Moses built --with-nplm) reading this NPLM "
+                   "file from `mosesrnn lm export`, its order read from the file, and its weight.")
+@click.option("--cslm-weight", default=0.1, show_default=True, type=float,
+              help="The NeuralLM feature's initial weight (tune it with mert-moses).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The new moses.ini (written atomically; must differ from INI).")
-def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute_paths, relative_to, output):
+def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute_paths, relative_to, cslm,
+              cslm_weight, output):
     """Point the phrase table of INI at a scored TABLE and add weights for its new columns; or (and)
     make every path of INI absolute.
 
@@ -91,26 +98,35 @@ def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute
     [weight-t] in the legacy format), extends tuneable-components, and leaves every other line
     untouched. The defaults start the new features small (the weights decide, before tuning,
     which table-limit translations survive) with the sign that helps: +0.1 rewards a higher RNN
-    log-probability, -0.1 penalises each unknown word.
+    log-probability, -0.1 penalises each unknown word. With --cslm, a NeuralLM feature (the CSLM
+    in the decoder) and its weight are added too.
 
     \b
     Example:
       mosesrnn moses-ini moses.ini --table $PWD/phrase-table.rnn.gz -o moses.rnn.ini
       mosesrnn moses-ini system/moses.ini --absolute-paths --relative-to system -o moses.abs.ini
+      mosesrnn moses-ini moses.rnn.ini --cslm $PWD/lm.nplm -o moses.rnn.cslm.ini
     """
-    _check_moses_ini_options(table, absolute_paths, relative_to,
+    _check_moses_ini_options(table, absolute_paths, relative_to, cslm,
                              dict(add=add, features=features, weights=weights, feature=feature_name, binary=binary))
     base = (relative_to or os.getcwd()) if absolute_paths else None
-    with Job(inputs=[ini, table], outputs=[output]):
-        if table is None:
-            changes = write_absolute_paths(ini, output, base)
-        else:
+    changes = []
+    with Job(inputs=[ini, table, cslm], outputs=[output]):
+        if table is not None:
             update = update_moses_ini(ini, table, output, add, features, weights, feature_name, binary, base)
             changes = update.path_changes
+        elif absolute_paths:
+            changes = write_absolute_paths(ini, output, base)
+        if cslm is not None:
+            line = write_with_neural_lm(output if table or absolute_paths else ini, output, cslm, cslm_weight,
+                                        absolute_paths)
     if table is not None:
         click.echo(f"{output}: {update.feature} ({update.type}, line {update.feature_line}) now reads "
                    f"{update.table_path} with num-features={update.new_num_features}; added weights "
                    f"{' '.join(repr(w) for w in update.weights)}", err=True)
+    if cslm is not None:
+        click.echo(f"{output}: added NeuralLM {line.name} (order {line.order}) reading {line.path}, weight "
+                   f"{line.weight!r}; Moses must be built --with-nplm", err=True)
     if absolute_paths:
         _report_path_changes(output, changes, base)
     if table is not None and update.type in BINARY_FORMATS:
@@ -118,12 +134,13 @@ def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute
                    f"{table} --format {BINARY_FORMATS[update.type]} -o {update.table_path}", err=True)
 
 
-def _check_moses_ini_options(table, absolute_paths, relative_to, table_options) -> None:
+def _check_moses_ini_options(table, absolute_paths, relative_to, cslm, table_options) -> None:
     if relative_to is not None and not absolute_paths:
         raise click.UsageError("--relative-to goes with --absolute-paths")
     if table is None:
-        if not absolute_paths:
-            raise click.UsageError("give --table (a scored phrase table to point at), --absolute-paths, or both")
+        if not absolute_paths and cslm is None:
+            raise click.UsageError("give --table (a scored phrase table to point at), --cslm, --absolute-paths, "
+                                   "or several")
         given = [f"--{name}" for name, value in table_options.items() if value is not None]
         if given:
             raise click.UsageError(f"{', '.join(given)} only go with --table")

@@ -99,9 +99,9 @@ def load(path: str, device: str = "auto") -> Model:
 
 
 def _feature_options(model, reverse_model, vocab, unk_side, direction, length_normalize, device, dtype,
-                     batch_tokens) -> FeatureOptions:
+                     batch_tokens, lm=None) -> FeatureOptions:
     from .devices import resolve_device
-    return FeatureOptions(model=model, reverse_model=reverse_model, vocab=vocab, unk_side=unk_side,
+    return FeatureOptions(model=model, reverse_model=reverse_model, lm=lm, vocab=vocab, unk_side=unk_side,
                           direction=direction, device=resolve_device(device), dtype=dtype, batch_tokens=batch_tokens,
                           length_normalize=length_normalize)
 
@@ -126,7 +126,7 @@ def score_table(table: str, output: str, *, features: str | Sequence[str] | None
     options = _feature_options(model, reverse_model, vocab, unk_side, direction, length_normalize, device, dtype,
                                batch_tokens)
     with Job(inputs=[table, model, reverse_model, vocab], outputs=[output]):
-        columns = select_features(features, options)
+        columns = select_features(features, options, tables=True)
         if table != "-":
             for warning in table_warnings(table, encoding, options.trained_model("rnn") if model else None):
                 log.warning("warning: %s", warning)
@@ -136,15 +136,17 @@ def score_table(table: str, output: str, *, features: str | Sequence[str] | None
 
 
 def score_nbest(nbest: str, source: str, output: str, *, features: str | Sequence[str] | None = None,
-                model: str | None = None, reverse_model: str | None = None, vocab: str | None = None,
+                model: str | None = None, reverse_model: str | None = None, lm: str | None = None,
+                vocab: str | None = None,
                 unk_side: str = "both", direction: str | None = None, length_normalize: bool = False,
                 device: str = "auto", dtype: str = "fp32", batch_tokens: int = 4096, encoding: str = "utf-8",
                 chunk_lines: int = 20000, progress: Callable[[int], None] | None = None):
     """``mosesrnn nbest``: add the features' values to every hypothesis of a Moses n-best list whose
-    source sentences are the lines of ``source``. Returns a :class:`~mosesrnn.pipeline.nbest.NbestSummary`."""
+    source sentences are the lines of ``source`` (``lm``: a CSLM file, for the ``cslm`` feature).
+    Returns a :class:`~mosesrnn.pipeline.nbest.NbestSummary`."""
     from .pipeline.nbest import score_nbest as run
     options = _feature_options(model, reverse_model, vocab, unk_side, direction, length_normalize, device, dtype,
-                               batch_tokens)
-    with Job(inputs=[nbest, source, model, reverse_model, vocab], outputs=[output]):
+                               batch_tokens, lm)
+    with Job(inputs=[nbest, source, model, reverse_model, lm, vocab], outputs=[output]):
         return run(nbest, source, output, select_features(features, options), chunk_lines=chunk_lines,
                    encoding=encoding, progress=progress)

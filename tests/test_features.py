@@ -75,10 +75,15 @@ def test_feature_names_are_checked(text, message):
 
 def test_every_feature_reports_exactly_the_settings_its_registry_entry_lists(tmp_path):
     from scoring_helpers import save_tiny_model
+    from test_cslm import tiny_lm
 
     from mosesrnn.features.registry import FEATURES, FeatureOptions, build_features, describe
+    from mosesrnn.lm.model_file import save_language_model
+    lm = tiny_lm()
+    save_language_model(str(tmp_path / "lm.pt"), lm.model, lm.codec)
     options = FeatureOptions(model=save_tiny_model(str(tmp_path / "m.pt")),
-                             reverse_model=save_tiny_model(str(tmp_path / "r.pt"), "target-to-source"))
+                             reverse_model=save_tiny_model(str(tmp_path / "r.pt"), "target-to-source"),
+                             lm=str(tmp_path / "lm.pt"))
     features = build_features(list(FEATURES), options)
     for feature in features:
         text = describe(feature)

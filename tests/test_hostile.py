@@ -25,9 +25,17 @@ from conftest import DATA
 from scoring_helpers import TABLE, save_tiny_model
 
 from mosesrnn.cli import main
+from mosesrnn.lm.config import CSLMConfig
+from mosesrnn.lm.model import CSLM
+from mosesrnn.lm.model_file import save_language_model
 from mosesrnn.locks import OutputLock
+from mosesrnn.text.codec import Codec
+from mosesrnn.text.tokenizers import MosesWords
+from mosesrnn.text.vocab import Vocabulary
 
 NBEST = DATA / "nbest"
+TINY_LM = ["--order", "3", "--vocab-size", "50", "--embed-dim", "4", "--hidden", "8", "--max-updates", "2",
+           "--valid-every", "2", "--valid-share", "0.2", "--batch-size", "8"]
 TINY_TRAIN = ["--embed-dim", "4", "--hidden-dim", "8", "--maxout-units", "4", "--output-rank", "4",
               "--vocab-size", "60", "--max-updates", "2", "--valid-every", "2", "--valid-size", "20"]
 
@@ -54,7 +62,8 @@ class Row:
 
     @property
     def name(self) -> str:
-        return self.args[0]
+        """The command as typed: ``score``, or ``lm train`` for a command of a group."""
+        return " ".join(self.args[:2]) if isinstance(main.commands[self.args[0]], click.Group) else self.args[0]
 
 
 COMMANDS = [
@@ -91,6 +100,10 @@ COMMANDS = [
         clash=("out_minphr", "{plain_minphr_prefix}"), writes=False),
     Row(("mert-moses", "{source}", "{refs}", "{ini}", "--work-dir", "{outdir}", "--moses-bin", "{nowhere}",
          "--moses-scripts", "{nowhere}"), folders=("outdir",), clash=("outdir", "{refs}"), writes=False),
+    Row(("lm", "train", "{corpus_fr}", "-o", "{outdir}", *TINY_LM), folders=("outdir",), texts=("corpus_fr",),
+        clash=("outdir", "{corpus_fr}")),
+    Row(("lm", "export", "{lm}", "-o", "{out}"), outputs=("out",), models=("lm",), clash=("out", "{lm}")),
+    Row(("lm", "perplexity", "-m", "{lm}", "{corpus_fr}"), models=("lm",), texts=("corpus_fr",)),
     Row(("mert-report", "{work}", "--apply", "last", "--ini", "{ini}", "-o", "{out}"), outputs=("out",),
         texts=("ini:plain",), clash=("out", "{ini}")),
 ]
@@ -123,6 +136,8 @@ def base(tmp_path_factory) -> Path:
     (folder / "phrases.tsv").write_bytes(gzip.compress(b"".join(lines)))  # gzip is known by its bytes
     (folder / "table.minphr").write_bytes(b"".join(lines))  # a plain table that happens to be named so
     model = save_tiny_model(str(folder / "model.pt"))
+    lm = CSLM(CSLMConfig(len(Vocabulary(["<s>", "la", "maison"])), order=3, embed_dim=4, hidden_dims=(8,)))
+    save_language_model(str(folder / "lm.pt"), lm, Codec(MosesWords(), Vocabulary(["<s>", "la", "maison"])))
     shutil.copy(NBEST / "tatoeba.dev30.untuned.100best.gz", folder / "nbest.gz")
     shutil.copy(NBEST / "tatoeba.dev30.tok.en", folder / "source.txt")
     shutil.copy(NBEST / "tatoeba.dev30.fr", folder / "refs.txt")
@@ -157,7 +172,7 @@ def workspace_files(ws: Path) -> dict[str, str]:
                  model="model.pt", nbest="nbest.gz", source="source.txt", refs="refs.txt", weights="weights.txt",
                  corpus_en="corpus.en.gz", corpus_fr="corpus.fr", ini="moses.ini", scored="scored.gz",
                  part1="part1.gz", part2="part2.gz", work="mert-work", out="out.txt", out_minphr="out.minphr",
-                 prefix="map", outdir="outdir", nowhere="no-moses-here")
+                 prefix="map", outdir="outdir", nowhere="no-moses-here", lm="lm.pt")
     return {key: str(ws / value) for key, value in names.items()}
 
 
@@ -302,7 +317,7 @@ def test_interrupted_while_writing_leaves_nothing_half_written(row, ws, monkeypa
     left = set(snapshot(ws)) - set(before)
     if row.name == "score" and "--resume" in result.stderr:  # kept after a checkpoint, to continue
         assert left == {"out.txt.part", "out.txt.progress.json"}
-    elif row.name == "train":  # an interrupted training keeps its state to continue
+    elif row.name in ("train", "lm train"):  # an interrupted training keeps its state to continue
         assert all(name.startswith("outdir/") for name in left)
     else:
         assert left == set(), f"left behind: {left}"

@@ -10,6 +10,7 @@ from .. import __version__
 from .analysis import embed, perplexity, report, topk
 from .common import CommandGroup
 from .generate import augment, sample, translate
+from .lm import lm
 from .merge import merge
 from .nbest import nbest
 from .score import score
@@ -43,6 +44,7 @@ def main() -> None:
 SECTIONS = (
     ("The main job", (vocab, train, score, merge)),
     ("Moses", ()),  # moses_integration's commands, registered below
+    ("The neural language model (CSLM)", (lm,)),
     ("n-best lists", (nbest, mert, rerank)),
     ("Generation and analysis", (translate, sample, augment, topk, perplexity, embed, report)),
 )

@@ -78,13 +78,20 @@ class CommandGroup(click.Group):
         """The commands under their section titles, each with its short help."""
         listed = {name for _, names in self.sections for name in names}
         others = [name for name in self.list_commands(ctx) if name not in listed]
-        limit = formatter.width - 6 - max(map(len, self.commands), default=0)
+        limit = formatter.width - 20
         for title, names in [*self.sections, ("Other commands", others)]:
-            rows = [(name, self.commands[name].get_short_help_str(limit)) for name in names
-                    if name in self.commands and not self.commands[name].hidden]
+            rows = [row for name in names if name in self.commands and not self.commands[name].hidden
+                    for row in _rows(name, self.commands[name], limit)]
             if rows:
                 with formatter.section(title):
                     formatter.write_dl(rows)
+
+
+def _rows(name: str, command: click.Command, limit: int) -> list[tuple[str, str]]:
+    """A command's help row, or one row per subcommand of a group (``lm train``, ``lm export``)."""
+    if isinstance(command, click.Group):
+        return [(f"{name} {sub}", command.commands[sub].get_short_help_str(limit)) for sub in command.commands]
+    return [(name, command.get_short_help_str(limit))]
 
 
 def load_model(model_path: str, device: str = "auto", threads: int | None = None):

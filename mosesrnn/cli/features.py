@@ -30,10 +30,12 @@ class FeatureRequest:
     dtype: str
     batch_tokens: int
     threads: int | None
+    lm_path: str | None = None  # n-best lists only
 
     def __post_init__(self):
         try:  # a bad --features is a usage error, found before any file is opened
-            feature_names(self.features, FeatureOptions(model=self.model_path, reverse_model=self.reverse_model_path))
+            feature_names(self.features, FeatureOptions(model=self.model_path, reverse_model=self.reverse_model_path,
+                                                        lm=self.lm_path))
         except ValueError as error:
             raise click.BadParameter(str(error), param_hint="--features") from None
 
@@ -44,14 +46,19 @@ class FeatureRequest:
         if self.threads:
             import torch  # here, so that `mosesrnn --help` and the other commands start quickly
             torch.set_num_threads(self.threads)
-        return dict(features=self.features, model=self.model_path, reverse_model=self.reverse_model_path,
-                    vocab=self.vocab_dir, unk_side=self.unk_side, direction=self.direction,
-                    length_normalize=self.length_normalize, device=self.device, dtype=self.dtype,
-                    batch_tokens=self.batch_tokens)
+        keywords = dict(features=self.features, model=self.model_path, reverse_model=self.reverse_model_path,
+                        vocab=self.vocab_dir, unk_side=self.unk_side, direction=self.direction,
+                        length_normalize=self.length_normalize, device=self.device, dtype=self.dtype,
+                        batch_tokens=self.batch_tokens)
+        return {**keywords, "lm": self.lm_path} if self.lm_path else keywords
 
 
-def _options(encoding: str) -> list:
-    return [
+def _options(encoding: str, sentences: bool) -> list:
+    lm = [click.option("--lm", "lm_path", type=click.Path(dir_okay=False, exists=True),
+                       help="A CSLM file from `mosesrnn lm train`, for the cslm feature (the hypothesis' "
+                            "log-probability under a neural target language model).")] if sentences else []
+    names = [name for name, spec in FEATURES.items() if spec.tables or sentences]
+    return lm + [
         click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False, exists=True),
                      help="A model file from `mosesrnn train` (for the rnn feature; its shortlists serve unk)."),
         click.option("--reverse-model", "reverse_model_path", type=click.Path(dir_okay=False, exists=True),
@@ -62,8 +69,9 @@ def _options(encoding: str) -> list:
                           "with a subword model, which has none)."),
         click.option("--features", help="Comma-separated features to add, in this order [default: "
                      f"{','.join(default_features(True))} with -m, {','.join(default_features(True, True))} with "
-                     f"--reverse-model too, else {','.join(default_features(False))}]. "
-                     + "; ".join(f"{name}: {spec.summary}" for name, spec in FEATURES.items()) + f". {encoding}"),
+                     f"--reverse-model too, else {','.join(default_features(False))}"
+                     + (f"; {','.join(default_features(True, False, True))} with -m and --lm" if sentences else "")
+                     + "]. " + "; ".join(f"{name}: {FEATURES[name].summary}" for name in names) + f". {encoding}"),
         click.option("--unk-side", type=click.Choice(UNK_SIDES), default="both", show_default=True,
                      help="Which words the unk feature counts."),
         click.option("--direction", type=click.Choice(DIRECTIONS),
@@ -80,12 +88,13 @@ def _options(encoding: str) -> list:
     ]
 
 
-def feature_options(encoding: str):
+def feature_options(encoding: str, sentences: bool = False):
     """Add the feature options to a click command, which then receives them as ``request: FeatureRequest``.
 
-    ``encoding`` tells in ``--help`` how the values are written (e^v in a phrase table, raw in an n-best list).
+    ``encoding`` tells in ``--help`` how the values are written (e^v in a phrase table, raw in an n-best list);
+    ``sentences``: the command scores whole sentences (n-best lists), so the sentence features (--lm) join.
     """
-    names = [f.name for f in fields(FeatureRequest)]
+    names = [f.name for f in fields(FeatureRequest) if sentences or f.name != "lm_path"]
 
     def decorate(command):
         @functools.wraps(command)
@@ -93,7 +102,7 @@ def feature_options(encoding: str):
             request = FeatureRequest(**{name: kwargs.pop(name) for name in names})
             return command(*args, request=request, **kwargs)
 
-        for option in reversed(_options(encoding)):
+        for option in reversed(_options(encoding, sentences)):
             collect = option(collect)
         return collect
 

@@ -24,7 +24,7 @@ PATH = click.Path(dir_okay=False, allow_dash=True)
               help="The n-best list with the new groups ('-' for stdout; .gz is compressed); written whole "
                    "or not at all.")
 @feature_options("In an n-best list each value is written raw (RNN0= log p, UNK0= n): Moses takes no "
-                 "logarithm of n-best values.")
+                 "logarithm of n-best values.", sentences=True)
 @click.option("--chunk-lines", default=20000, show_default=True, type=click.IntRange(1),
               help="Hypotheses read, scored and written per chunk.")
 @ENCODING

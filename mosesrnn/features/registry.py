@@ -51,7 +51,9 @@ class FeatureSpec:
         settings: the options that change its values (all recorded in the signature).
         table_digits: significant digits of ``e^v`` in a phrase table; None writes it exactly.
         needs: the :class:`FeatureOptions` field of the model file it reads (``model``,
-            ``reverse_model``), or None when it needs no model (a vocabulary may do).
+            ``reverse_model``, ``lm``), or None when it needs no model (a vocabulary may do).
+        tables: whether it scores phrase pairs (a phrase-table column); False for whole-sentence
+            features (n-best lists only).
         builder: ``module:function`` that builds it from :class:`FeatureOptions` (imported lazily);
             the feature class holds its spec as ``spec = FEATURES[name]``.
     """
@@ -63,6 +65,7 @@ class FeatureSpec:
     table_digits: int | None
     needs: str | None
     builder: str
+    tables: bool = True
 
     def build(self, options: "FeatureOptions") -> Feature:
         """Import the feature's module and build it."""
@@ -76,6 +79,7 @@ class FeatureOptions:
 
     model: str | None = None
     reverse_model: str | None = None
+    lm: str | None = None
     vocab: str | None = None
     unk_side: str = "both"
     direction: str | None = None
@@ -90,11 +94,15 @@ class FeatureOptions:
         a :class:`~mosesrnn.models.model_file.TrainedModel`."""
         path = getattr(self, which)
         if path is None:
-            option = "-m MODEL" if which == "model" else "--reverse-model MODEL"
+            option = {"model": "-m MODEL", "reverse_model": "--reverse-model MODEL", "lm": "--lm CSLM"}[which]
             raise ValueError(f"the {feature} feature needs a model file ({option})")
         if which not in self._loaded:
-            from ..models.model_file import load_trained_model
-            self._loaded[which] = load_trained_model(path)
+            if which == "lm":
+                from ..lm.model_file import load_language_model
+                self._loaded[which] = load_language_model(path)
+            else:
+                from ..models.model_file import load_trained_model
+                self._loaded[which] = load_trained_model(path)
         return self._loaded[which]
 
 
@@ -112,12 +120,16 @@ FEATURES: dict[str, FeatureSpec] = {spec.name: spec for spec in (
     FeatureSpec("unk", "the number of words outside the model's shortlists, C14 Sec. 4.2 (phrase table: e^n)",
                 default_weight=-0.1, settings=("side", "vocab"), table_digits=None, needs=None,
                 builder="mosesrnn.features.unk:build"),
+    FeatureSpec("cslm", "log p(hypothesis) under the CSLM of --lm, a neural target language model: the sum over "
+                "its words and </s> (n-best lists only)",
+                default_weight=0.1, settings=("model", "order"), table_digits=None, needs="lm",
+                builder="mosesrnn.features.cslm:build", tables=False),
 )}
 
 
-def default_features(with_model: bool, with_reverse_model: bool = False) -> tuple[str, ...]:
+def default_features(with_model: bool, with_reverse_model: bool = False, with_lm: bool = False) -> tuple[str, ...]:
     """The columns computed when none are named: each whose model file is given, and those that need none."""
-    given = {"model": with_model, "reverse_model": with_reverse_model}
+    given = {"model": with_model, "reverse_model": with_reverse_model, "lm": with_lm}
     return tuple(name for name, spec in FEATURES.items() if spec.needs is None or given[spec.needs])
 
 

@@ -32,11 +32,16 @@ from ..text.vocab import VocabularyPair
 from .config import ModelConfig
 from .encdec import EncoderDecoder
 
-__all__ = ["FORMAT_VERSION", "ModelFileError", "TrainedModel", "save_trained_model", "read_model_file",
-           "load_trained_model"]
+__all__ = ["FORMAT_VERSION", "ENCODER_DECODER", "CSLM", "ModelFileError", "file_digest", "TrainedModel",
+           "save_trained_model", "read_model_file", "load_trained_model"]
 
 FORMAT_VERSION = 2
-_REQUIRED = ("format_version", "config", "state_dict", "direction", "text")
+ENCODER_DECODER, CSLM = "encoder-decoder", "cslm"
+#: What each kind of model file holds (a file without ``kind`` is an encoder-decoder's), and how to name it.
+_REQUIRED = {ENCODER_DECODER: ("format_version", "config", "state_dict", "direction", "text"),
+             CSLM: ("format_version", "config", "state_dict", "text")}
+_NAMES = {ENCODER_DECODER: "an RNN Encoder-Decoder (a translation model, from `mosesrnn train`)",
+          CSLM: "a CSLM (a target language model, from `mosesrnn lm train`)"}
 
 
 @dataclass
@@ -85,12 +90,13 @@ class ModelFileError(ValueError):
     """A file that cannot be used as the model asked for; the message names it and says why."""
 
 
-def read_model_file(path: str, map_location="cpu") -> dict:
-    """The checkpoint dictionary of a mosesrnn model file, migrated to the current format version.
+def read_model_file(path: str, map_location="cpu", kind: str = ENCODER_DECODER) -> dict:
+    """The checkpoint dictionary of a mosesrnn model file of ``kind``, migrated to the current format.
 
     Every way a file can fail to be one (missing, a folder, empty, truncated, text, another
     program's pickle or checkpoint, a newer format) raises :class:`ModelFileError` with one line
-    ``PATH is not a mosesrnn model file: why``. This is the one place that reads model files.
+    ``PATH is not a mosesrnn model file: why``, and so does a model of another kind. This is the
+    one place that reads model files.
     """
     def refuse(reason: str) -> ModelFileError:
         return ModelFileError(f"{path} is not a mosesrnn model file: {reason}")
@@ -119,7 +125,10 @@ def read_model_file(path: str, map_location="cpu") -> dict:
     if version != FORMAT_VERSION:
         raise ModelFileError(f"{path}: unsupported model format version {version} "
                              f"(this mosesrnn {__version__} reads up to {FORMAT_VERSION})")
-    missing = [key for key in _REQUIRED if key not in checkpoint]
+    found = checkpoint.get("kind", ENCODER_DECODER)
+    if found != kind:
+        raise ModelFileError(f"{path} is {_NAMES.get(found, repr(found))}, not {_NAMES[kind].split(' (')[0]}")
+    missing = [key for key in _REQUIRED[kind] if key not in checkpoint]
     if missing:
         raise refuse(f"it has no {', '.join(missing)}")
     return checkpoint
@@ -159,10 +168,14 @@ def load_trained_model(path: str, map_location="cpu") -> TrainedModel:
         raise ModelFileError(f"{path}: its weights do not fit its configuration ({str(error).splitlines()[0]})") \
             from None
     text = CodecPair(Codec.from_dict(checkpoint["text"]["source"]), Codec.from_dict(checkpoint["text"]["target"]))
-    with open(path, "rb") as stream:
-        digest = hashlib.file_digest(stream, "sha256").hexdigest()[:12]
     return TrainedModel(model.eval(), text, check_direction(checkpoint["direction"]),
-                        checkpoint.get("info", {}), digest)
+                        checkpoint.get("info", {}), file_digest(path))
+
+
+def file_digest(path: str) -> str:
+    """A short hash of a model file's bytes, for signatures."""
+    with open(path, "rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()[:12]
 
 
 # Version-1 parameter names -> version-2 names (the model was one flat module then).

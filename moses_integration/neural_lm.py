@@ -1,0 +1,89 @@
+"""A ``NeuralLM`` feature in a moses.ini: the CSLM inside the decoder (Moses built ``--with-nplm``).
+
+``mosesrnn lm export`` writes the model in NPLM's text format; Moses reads it through
+``NeuralLM name=NeuralLM0 factor=0 order=N path=FILE`` (``moses/LM/NeuralLMWrapper.cpp``), whose
+one dense score is the sum of the model's natural-log scores of the target words and ``</s>``
+(Moses pads the sentence start with ``<s>``). The line goes at the end of ``[feature]`` and
+``NeuralLM0= W`` at the end of ``[weight]``; every other byte of the file stays as it was.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from mosesrnn.files import atomic_file
+
+from .ini_paths import check_no_space
+from .ini_text import MosesIniError, parse_ini, read_ini_text, section_values, split_comment
+
+__all__ = ["NEURAL_LM_NAME", "NeuralLMLine", "nplm_order", "add_neural_lm", "write_with_neural_lm"]
+
+NEURAL_LM_NAME = "NeuralLM0"  # the name Moses gives the first unnamed NeuralLM
+
+
+@dataclass(frozen=True)
+class NeuralLMLine:
+    """What was added: the feature's name, its order, the model path as written, its weight."""
+
+    name: str
+    order: int
+    path: str
+    weight: float
+
+
+def nplm_order(path: str) -> int:
+    """The n-gram order of an NPLM model file (its ``\\config`` section's ``ngram_size``).
+
+    Raises ValueError for a file that is not an NPLM text file, a mosesrnn model file naming the command
+    that exports one.
+    """
+    with open(path, "rb") as stream:
+        head = stream.read(4096)
+    if head.startswith(b"PK\x03\x04"):
+        raise ValueError(f"{path} is a mosesrnn model file (PyTorch); Moses' NeuralLM reads NPLM's text format: "
+                         f"write it with `mosesrnn lm export {path} -o MODEL.nplm`")
+    lines = head.decode("utf-8", errors="replace").splitlines()
+    if not lines or lines[0] != "\\config":
+        raise ValueError(f"{path} is not an NPLM model file (it does not start with \\config): write one with "
+                         f"`mosesrnn lm export`")
+    for line in lines[1:]:
+        key, _, value = line.partition(" ")
+        if key == "ngram_size" and value.isdigit():
+            return int(value)
+        if not line:
+            break
+    raise ValueError(f"{path}: an NPLM file without ngram_size in its \\config section")
+
+
+def add_neural_lm(text: str, nplm_path: str, order: int, weight: float, path: str = "moses.ini",
+                  name: str = NEURAL_LM_NAME) -> tuple[str, NeuralLMLine]:
+    """The moses.ini ``text`` with a NeuralLM feature reading ``nplm_path`` and its weight. Pure.
+
+    Raises MosesIniError for a legacy-format file, one without ``[feature]`` or ``[weight]``, or one
+    that already has a feature of that name.
+    """
+    ini = parse_ini(text)
+    features, weights = section_values(ini, "feature"), section_values(ini, "weight")
+    if not features or not weights:
+        raise MosesIniError(path, None, "no [feature] or [weight] section: a NeuralLM feature needs the current "
+                                        "moses.ini format")
+    for line in features:
+        if f"name={name}" in line.value.split() or (line.value.split()[0] == "NeuralLM" and "name=" not in line.value):
+            raise MosesIniError(path, line.number, f"there is already a feature {name}")
+    lines = [line.raw for line in ini]
+    feature = f"NeuralLM name={name} factor=0 order={order} path={nplm_path}"
+    for last, added in ((features[-1], feature), (weights[-1], f"{name}= {weight!r}")):
+        ending = split_comment(last.raw)[2]
+        lines[last.number - 1] = last.raw + ("" if ending else "\n") + added + (ending or "\n")
+    return "".join(lines), NeuralLMLine(name, order, nplm_path, weight)
+
+
+def write_with_neural_lm(ini: str, output: str, nplm_path: str, weight: float, absolute: bool) -> NeuralLMLine:
+    """Write ``output``: ``ini`` with a NeuralLM feature (``absolute``: its path made absolute)."""
+    order = nplm_order(nplm_path)
+    written = os.path.abspath(nplm_path) if absolute else nplm_path
+    check_no_space(written)
+    text, line = add_neural_lm(read_ini_text(ini), written, order, weight, ini)
+    with atomic_file(output) as stream:
+        stream.write(text.encode("utf-8"))
+    return line

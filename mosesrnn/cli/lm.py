@@ -1,0 +1,154 @@
+"""``mosesrnn lm train|export|perplexity``: the CSLM, a neural target language model for Moses' NeuralLM."""
+from __future__ import annotations
+
+import click
+
+from ..job import Job
+from ..lm.config import LM_PRESETS, MAX_ORDER
+from .common import DEVICE, QUIET, THREADS, Command, duration, setup_logging
+
+__all__ = ["lm"]
+
+TEXT = click.Path(dir_okay=False, allow_dash=True)
+LM_MODEL = click.option("-m", "--model", "model_path", required=True, type=click.Path(dir_okay=False, exists=True),
+                        help="A CSLM file from `mosesrnn lm train` (best.pt).")
+
+
+@click.group("lm")
+def lm() -> None:
+    """The CSLM of Cho et al. (2014), Sec. 5.1.1: a neural target language model, trained here and used
+    inside Moses (NPLM's format, Moses' NeuralLM feature) or on n-best lists (`mosesrnn nbest --lm`).
+
+    \b
+    Example:
+      mosesrnn lm train train.tok.fr -o lm/ --valid dev.tok.fr --preset moses --max-time 2h
+      mosesrnn lm export lm/best.pt -o lm.nplm
+      mosesrnn moses-ini moses.ini --cslm $PWD/lm.nplm -o moses.cslm.ini
+    """
+
+
+@lm.command("train", cls=Command)
+@click.argument("corpus", type=TEXT)
+@click.option("-o", "--output", "output_dir", required=True, type=click.Path(file_okay=False),
+              help="Model directory: best.pt, last.pt, state.pt, train.jsonl and loss.png go here.")
+@click.option("--valid", type=click.Path(dir_okay=False, exists=True),
+              help="Validation text (e.g. the dev set's target side); default: --valid-share of CORPUS, by hash.")
+@click.option("--valid-share", default=0.01, show_default=True, type=click.FloatRange(0, 1, min_open=True,
+              max_open=True), help="Share of CORPUS's sentences held out for validation when there is no --valid.")
+@click.option("--preset", type=click.Choice(list(LM_PRESETS)), default="small", show_default=True,
+              help="paper = C14's 7-gram, 512-dim embeddings, hidden 1536+1024, 15,000 words (two hidden layers: "
+                   "n-best lists only, NPLM misevaluates them in Moses); moses = 7-gram, 192, one hidden layer of "
+                   "512, 15,000 words (for Moses); small = 5-gram, 64, 256, 8,000 words (minutes on a CPU).")
+@click.option("--order", type=click.IntRange(2, MAX_ORDER), help="n of the n-grams [default: the preset's].")
+@click.option("--vocab-size", type=click.IntRange(1), help="Shortlist size [default: the preset's].")
+@click.option("--embed-dim", type=click.IntRange(1), help="Advanced: override the preset's embedding size.")
+@click.option("--hidden", "hidden_dims", help="Advanced: the hidden layers' sizes, e.g. 512 or 1536,1024.")
+@click.option("--self-norm", default=0.1, show_default=True, type=click.FloatRange(0),
+              help="alpha of the (log Z)^2 penalty that makes the raw scores log-probabilities (Devlin et al. "
+                   "2014); Moses reads the raw scores.")
+@click.option("--batch-size", default=128, show_default=True, type=click.IntRange(1), help="n-grams per update.")
+@click.option("--learning-rate", default=1e-3, show_default=True, type=click.FloatRange(0, min_open=True),
+              help="Adam's learning rate.")
+@click.option("--valid-every", default=2000, show_default=True, type=click.IntRange(1))
+@click.option("--patience", default=5, show_default=True, type=click.IntRange(1),
+              help="Stop after this many validations without a lower validation perplexity.")
+@click.option("--max-updates", type=click.IntRange(1))
+@click.option("--max-time", callback=duration, metavar="DURATION", help="e.g. 90s, 10m, 2h (this invocation).")
+@DEVICE
+@THREADS
+@click.option("--seed", default=1, show_default=True, type=int)
+@click.option("--restart", "resume", flag_value="never", help="Ignore a saved run in the directory and start over.")
+@QUIET
+def train(corpus, output_dir, valid, valid_share, preset, order, vocab_size, embed_dim, hidden_dims, self_norm,
+          batch_size, learning_rate, valid_every, patience, max_updates, max_time, device, threads, seed, resume,
+          quiet):
+    """Train a CSLM on CORPUS, tokenised target-side sentences (one a line, gzip or not), tokenised exactly as
+    the Moses system's target side. Ctrl-C saves; the same command continues.
+
+    \b
+    Example:
+      mosesrnn lm train train.tok.fr -o lm/ --valid dev.tok.fr --preset moses --max-time 2h
+    """
+    from ..lm.trainer import LMTrainConfig, train_lm
+    setup_logging(quiet)
+    try:
+        hidden = tuple(int(size) for size in hidden_dims.split(",")) if hidden_dims else None
+    except ValueError:
+        raise click.BadParameter(f"{hidden_dims!r} is not a comma-separated list of sizes", param_hint="--hidden") \
+            from None
+    with Job(inputs=[corpus, valid], folders=[output_dir]):
+        result = train_lm(LMTrainConfig(output_dir, corpus, valid=valid, valid_share=valid_share, preset=preset,
+                                        order=order, vocab_size=vocab_size, embed_dim=embed_dim, hidden_dims=hidden,
+                                        self_norm=self_norm, batch_size=batch_size, learning_rate=learning_rate,
+                                        valid_every=valid_every, patience=patience, max_updates=max_updates,
+                                        max_time=max_time, device=device, threads=threads, seed=seed,
+                                        resume=resume or "auto", quiet=quiet))
+    best = result.best
+    click.echo(f"{result.best_path}: " + (f"validation perplexity {best['valid_ppl']:.2f} per token (unigram "
+                                          f"{result.unigram_ppl:.2f}), log Z {best['log_z_mean']:+.3f} ± "
+                                          f"{best['log_z_std']:.3f}" if best else "not validated yet")
+               + f", {result.updates} updates, {result.stop_reason}")
+    if result.stop_reason == "interrupted":
+        raise SystemExit(130)
+
+
+@lm.command("export", cls=Command)
+@click.argument("model_path", type=click.Path(dir_okay=False, exists=True), metavar="MODEL")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The NPLM file for Moses (plain text); refused if it exists, unless --force.")
+@click.option("--force", is_flag=True, help="Replace an existing OUTPUT.")
+def export(model_path, output, force):
+    """Write a CSLM in NPLM's text format, the file Moses' NeuralLM reads (`NeuralLM ... path=OUTPUT`).
+
+    Only one-hidden-layer models are written: NPLM, as Moses loads it, evaluates a two-hidden-layer
+    file wrongly (see docs/cslm.md).
+
+    \b
+    Example:
+      mosesrnn lm export lm/best.pt -o lm.nplm
+    """
+    import os
+
+    from ..lm.model_file import load_language_model
+    from ..lm.nplm import export_nplm
+    if os.path.exists(output) and not force:
+        raise click.ClickException(f"{output} exists: give another name, or --force to replace it")
+    with Job(inputs=[model_path], outputs=[output]):
+        trained = load_language_model(model_path)
+        export_nplm(trained.model, trained.codec.vocabulary.itos, output)
+    config = trained.model.config
+    click.echo(f"wrote {output}: {config.order}-gram, {config.vocab_size} words, one hidden layer of "
+               f"{config.hidden_dims[0]}; in moses.ini: NeuralLM name=CSLM0 factor=0 order={config.order} "
+               f"path={os.path.abspath(output)}", err=True)
+
+
+@lm.command("perplexity", cls=Command)
+@LM_MODEL
+@click.argument("texts", nargs=-1, required=True, type=TEXT)
+@THREADS
+def perplexity(model_path, texts, threads):
+    """Perplexity per token (words and </s>) of tokenised TEXTS, and how self-normalised the model is there.
+
+    \b
+    Example:
+      mosesrnn lm perplexity -m lm/best.pt test.tok.fr
+    """
+    import torch
+
+    from ..formats.text_file import read_lines
+    from ..lm.data import BOS, ngrams
+    from ..lm.model_file import load_language_model
+    from ..lm.scoring import ngram_stats
+    if threads:
+        torch.set_num_threads(threads)
+    with Job(inputs=[model_path, *texts]):
+        trained = load_language_model(model_path)
+        for path in texts:
+            sentences = [text for text in read_lines(path) if text.strip()]
+            data = ngrams((trained.codec.ids(text) for text in sentences), trained.model.config.order,
+                          trained.codec.vocabulary.stoi[BOS])
+            stats = ngram_stats(trained.model, data)
+            click.echo(f"{path}: {len(sentences)} sentences, {stats.tokens} tokens (</s> included), "
+                       f"{stats.unk_share:.2%} <unk>: perplexity {stats.perplexity:.2f} (<unk> as a word), "
+                       f"{stats.perplexity_known:.2f} over the shortlist's words; log Z {stats.log_z_mean:+.3f} ± "
+                       f"{stats.log_z_std:.3f}")

@@ -1,0 +1,136 @@
+"""The CSLM's data: the n-grams of a tokenised corpus, its shortlist, and the validation split.
+
+A corpus is one tokenised sentence a line (Moses words, factor 0; gzip or not), tokenised exactly as
+the Moses system whose target side the LM scores. Each sentence becomes the stream
+``<s> ... <s> w_1 ... w_m </s>`` with n-1 ``<s>`` in front, the padding NPLM and Moses use at the
+start of a sentence; every position after the padding is one training example, predicted from
+the n-1 tokens before it. Streams are kept flat (4 bytes a token) and contexts gathered per batch.
+
+The vocabulary is the ``<pad>`` (NPLM's ``<null>``), ``<unk>``, ``</s>`` and ``<s>`` tokens and the
+most frequent words; other words are ``<unk>``. Validation: a given file, or the sentences whose
+hash falls in the first ``valid_share`` of the hash range (so the split does not depend on the order).
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+import math
+from array import array
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+import torch
+
+from ..formats.text_file import text_lines
+from ..text.tokenizers import words
+from ..text.vocab import EOS_ID, PAD_ID, RESERVED, Vocabulary, shortlist
+
+__all__ = ["BOS", "NgramSet", "LMData", "lm_vocabulary", "ngrams", "load_lm_data", "unigram_perplexity"]
+
+BOS = "<s>"
+#: Tokens no corpus word may be: NPLM's specials and ours.
+SPECIAL = frozenset({*RESERVED, BOS, "<null>"})
+
+
+def lm_vocabulary(counts: collections.Counter, size: int) -> Vocabulary:
+    """``<s>`` and the ``size`` most frequent words (ties by the word), after the reserved tokens."""
+    words_only = shortlist({w: c for w, c in counts.items() if w not in SPECIAL}, size)
+    return Vocabulary([BOS, *words_only.itos[len(RESERVED):]], [0, *words_only.counts])
+
+
+@dataclass
+class NgramSet:
+    """Token streams (int32, flat) and the positions (int64) of the tokens to predict."""
+
+    tokens: np.ndarray
+    positions: np.ndarray
+    order: int
+    words: int  # corpus words (</s> excluded), for reports
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def batch(self, index: np.ndarray, device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+        """Contexts (B, n-1), oldest word first, and targets (B,) of the examples ``index``."""
+        position = self.positions[index]  # (B,)
+        context = self.tokens[position[:, None] + np.arange(1 - self.order, 0)]  # (B, n-1)
+        return (torch.from_numpy(context.astype(np.int64)).to(device),
+                torch.from_numpy(self.tokens[position].astype(np.int64)).to(device))
+
+
+def ngrams(sentences: Iterable[list[int]], order: int, bos_id: int) -> NgramSet:
+    """The n-gram examples of sentences given as word ids (no ``<s>``/``</s>``)."""
+    tokens, positions, count = array("i"), array("q"), 0
+    for ids in sentences:
+        start = len(tokens) + order - 1
+        tokens.extend([bos_id] * (order - 1))
+        tokens.extend(ids)
+        tokens.append(EOS_ID)
+        positions.extend(range(start, len(tokens)))
+        count += len(ids)
+    return NgramSet(np.frombuffer(tokens, dtype=np.int32).copy(), np.frombuffer(positions, dtype=np.int64).copy(),
+                    order, count)
+
+
+@dataclass
+class LMData:
+    """Training and validation n-grams, the vocabulary, and how they were made."""
+
+    train: NgramSet
+    valid: NgramSet
+    vocabulary: Vocabulary
+    description: str
+    coverage: float  # share of the training corpus' words inside the shortlist
+
+
+def _sentences(path: str, encoding: str) -> list[tuple[int, list[str]]]:
+    found = [(line_no, words(text.strip())) for line_no, text in text_lines(path, encoding)]
+    found = [(line_no, tokens) for line_no, tokens in found if tokens]
+    if not found:
+        raise ValueError(f"{path}: no sentences (the file is empty or holds only blank lines)")
+    return found
+
+
+def _held_out(sentence: list[str], share: float) -> bool:
+    digest = hashlib.blake2b(" ".join(sentence).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") < share * 2.0 ** 64
+
+
+def load_lm_data(corpus: str, *, order: int, vocab_size: int, valid: str | None = None,
+                 valid_share: float = 0.01, batch_size: int = 1, encoding: str = "utf-8",
+                 vocabulary: Vocabulary | None = None) -> LMData:
+    """Read ``corpus`` (and ``valid``), build the shortlist (or take ``vocabulary``), cut the n-grams.
+
+    Raises FileLineError for text that is not ``encoding``, and ValueError for an empty corpus or
+    one too small to hold out a validation set and fill one training batch.
+    """
+    sentences = _sentences(corpus, encoding)
+    if valid is not None:
+        train_sentences, valid_sentences = [s for _, s in sentences], [s for _, s in _sentences(valid, encoding)]
+    else:
+        held = [_held_out(sentence, valid_share) for _, sentence in sentences]
+        train_sentences = [s for (_, s), h in zip(sentences, held) if not h]
+        valid_sentences = [s for (_, s), h in zip(sentences, held) if h]
+        if not valid_sentences or not train_sentences:
+            raise ValueError(f"{corpus}: {len(sentences)} sentences are too few to hold out {valid_share:.1%} for "
+                             f"validation and train on the rest: give a larger corpus, --valid-share, or --valid FILE")
+    counts = collections.Counter(word for sentence in train_sentences for word in sentence)
+    vocabulary = vocabulary or lm_vocabulary(counts, vocab_size)
+    bos = vocabulary.stoi[BOS]
+    train = ngrams((vocabulary.ids(s) for s in train_sentences), order, bos)
+    if len(train) < batch_size:
+        raise ValueError(f"{corpus}: {len(train)} training n-grams, fewer than one batch of {batch_size}")
+    covered = sum(count for word, count in counts.items() if word in vocabulary) / max(sum(counts.values()), 1)
+    what = f"corpus {corpus}" + (f", validation {valid}" if valid else f" ({valid_share:.1%} held out by hash)")
+    return LMData(train, ngrams((vocabulary.ids(s) for s in valid_sentences), order, bos), vocabulary, what, covered)
+
+
+def unigram_perplexity(train: NgramSet, valid: NgramSet, vocab_size: int) -> float:
+    """Per-token perplexity on ``valid`` of an add-one unigram model of ``train``'s targets
+    (over the tokens that can be predicted: not ``<pad>`` or ``<s>``)."""
+    counts = np.bincount(train.tokens[train.positions], minlength=vocab_size).astype(np.float64)
+    predictable = vocab_size - 2
+    log_p = np.log(counts + 1.0) - math.log(counts.sum() + predictable)
+    log_p[PAD_ID] = -np.inf
+    return math.exp(-log_p[valid.tokens[valid.positions]].mean())

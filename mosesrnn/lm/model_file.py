@@ -1,0 +1,56 @@
+"""The CSLM's self-contained model file: weights, config, its vocabulary (as a codec) and training facts.
+
+The same container as the encoder-decoder's (:mod:`mosesrnn.models.model_file`, read by its one
+reader) with ``"kind": "cslm"``, so that each command refuses the other kind in one line::
+
+    {"format_version": 2, "kind": "cslm", "mosesrnn_version": str, "config": CSLMConfig.to_dict(),
+     "state_dict": {name: tensor}, "text": {"target": Codec.to_dict()}, "info": {training facts}}
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .. import __version__
+from ..files import atomic_file
+from ..models.model_file import CSLM as CSLM_KIND
+from ..models.model_file import FORMAT_VERSION, ModelFileError, file_digest, read_model_file
+from ..text.codec import Codec
+from .config import CSLMConfig
+from .model import CSLM
+
+__all__ = ["TrainedLM", "save_language_model", "load_language_model"]
+
+
+@dataclass
+class TrainedLM:
+    """A CSLM ready to score target text: the network, its codec (Moses words and the shortlist), facts."""
+
+    model: CSLM
+    codec: Codec
+    info: dict
+    digest: str
+
+
+def save_language_model(path: str, model: CSLM, codec: Codec, info: dict | None = None) -> None:
+    """Write one self-contained CSLM file (atomically)."""
+    checkpoint = {"format_version": FORMAT_VERSION, "kind": CSLM_KIND, "mosesrnn_version": __version__,
+                  "config": model.config.to_dict(), "state_dict": model.state_dict(),
+                  "text": {"target": codec.to_dict()}, "info": dict(info or {})}
+    with atomic_file(path) as stream:
+        torch.save(checkpoint, stream)
+
+
+def load_language_model(path: str, map_location="cpu") -> TrainedLM:
+    """Load a CSLM file; raises ModelFileError if it is not one (an RNN Encoder-Decoder's file included)."""
+    checkpoint = read_model_file(path, map_location, kind=CSLM_KIND)
+    with torch.device("meta"):  # skip the random initialisation; the weights are loaded below
+        model = CSLM(CSLMConfig.from_dict(checkpoint["config"]))
+    try:
+        model.load_state_dict(checkpoint["state_dict"], assign=True)
+    except RuntimeError as error:
+        raise ModelFileError(f"{path}: its weights do not fit its configuration ({str(error).splitlines()[0]})") \
+            from None
+    return TrainedLM(model.eval(), Codec.from_dict(checkpoint["text"]["target"]), checkpoint.get("info", {}),
+                     file_digest(path))
