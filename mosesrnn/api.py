@@ -43,10 +43,11 @@ class Model:
     model's own codecs turn them into ids, so nothing else is needed. Made by :func:`load`.
     """
 
-    def __init__(self, trained, device: str, batch_size: int = 32):
+    def __init__(self, trained, device: str, dtype: str = "fp32", batch_size: int = 32):
         from .generate import Searcher
-        self.trained, self.device = trained, device
-        self._searcher = Searcher(trained, device=device, batch_size=batch_size)
+        self._searcher = Searcher(trained, device=device, batch_size=batch_size, dtype=dtype)
+        self.trained, self.device, self.dtype = trained, device, self._searcher.precision.name
+        self._features: dict = {}
 
     @property
     def direction(self) -> str:
@@ -66,8 +67,11 @@ class Model:
         from .features.rnn import RNNFeature
         if len(sources) != len(targets):
             raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
-        feature = RNNFeature(self.trained, device=self.device, batch_tokens=batch_tokens,
-                             length_normalize=length_normalize)
+        key = (batch_tokens, length_normalize)
+        if key not in self._features:  # built once: an int8 model is quantised when built
+            self._features[key] = RNNFeature(self.trained, device=self.device, dtype=self.dtype,
+                                             batch_tokens=batch_tokens, length_normalize=length_normalize)
+        feature = self._features[key]
         return feature.values([_Pair(source, target) for source, target in zip(sources, targets)])
 
     def translate(self, sources: Sequence[str], *, beam_size: int = 10, length_normalize: bool = False,
@@ -90,12 +94,13 @@ class Model:
         return self._searcher.sample(list(sources), num_samples, top=top, seed=seed)
 
 
-def load(path: str, device: str = "auto") -> Model:
-    """The model of a model file (``best.pt``), on ``device`` (``auto``: a GPU if there is one)."""
+def load(path: str, device: str = "auto", dtype: str = "fp32") -> Model:
+    """The model of a model file (``best.pt``), on ``device`` (``auto``: a GPU if there is one), running its
+    matmuls in ``dtype`` (fp32, bf16, int8 or auto: see :mod:`mosesrnn.models.precision`)."""
     from .devices import resolve_device
     from .models.model_file import load_trained_model
     device = resolve_device(device)
-    return Model(load_trained_model(path, map_location=device), device)
+    return Model(load_trained_model(path, map_location=device), device, dtype)
 
 
 def _feature_options(model, reverse_model, vocab, unk_side, direction, length_normalize, device, dtype,

@@ -19,6 +19,7 @@ import torch
 from . import search
 from .models.batching import pad
 from .models.model_file import TrainedModel
+from .models.precision import precision
 
 __all__ = ["Translation", "Searcher", "nbest_line", "NBEST_FEATURE"]
 
@@ -45,9 +46,10 @@ class Searcher:
     """Beam search, greedy search and sampling over text with one trained model."""
 
     def __init__(self, trained: TrainedModel, *, device: str = "cpu", batch_size: int = 32,
-                 max_len_ratio: float = 2.0, max_len_extra: int = 10):
+                 max_len_ratio: float = 2.0, max_len_extra: int = 10, dtype: str = "fp32"):
         self.trained, self.device, self.batch_size = trained, device, batch_size
-        self.model = trained.model.to(device).eval()
+        self.precision = precision(dtype, device)
+        self.model = self.precision.prepare(trained.model)
         self.ratio, self.extra = max_len_ratio, max_len_extra
 
     def _batches(self, sources: Sequence[str]) -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor]]:
@@ -74,9 +76,10 @@ class Searcher:
         """
         results: list[list[Translation]] = [[Translation("", 0.0, 0.0)] for _ in sources]
         for positions, src, lengths in self._batches(sources):
-            found = search.beam_search(self.model, src, lengths, beam_size, nbest=nbest,
-                                       length_normalize=length_normalize, exclude_unk=exclude_unk,
-                                       limit=self._limit(lengths))
+            with self.precision.autocast():
+                found = search.beam_search(self.model, src, lengths, beam_size, nbest=nbest,
+                                           length_normalize=length_normalize, exclude_unk=exclude_unk,
+                                           limit=self._limit(lengths))
             for position, hyps in zip(positions, found):
                 results[position] = self._texts(hyps)
         return results
@@ -85,7 +88,8 @@ class Searcher:
         """Greedy translations in input order (None for an empty source)."""
         results: list[Translation | None] = [None for _ in sources]
         for positions, src, lengths in self._batches(sources):
-            hyps = search.greedy(self.model, src, lengths, exclude_unk=exclude_unk, limit=self._limit(lengths))
+            with self.precision.autocast():
+                hyps = search.greedy(self.model, src, lengths, exclude_unk=exclude_unk, limit=self._limit(lengths))
             for position, translation in zip(positions, self._texts(hyps)):
                 results[position] = translation
         return results
@@ -101,8 +105,9 @@ class Searcher:
         generator = torch.Generator(device=self.device).manual_seed(seed)
         results: list[list[Translation]] = [[] for _ in sources]
         for positions, src, lengths in self._batches(sources):
-            drawn = search.sample(self.model, src, lengths, num_samples, generator=generator,
-                                  exclude_unk=exclude_unk, limit=self._limit(lengths))
+            with self.precision.autocast():
+                drawn = search.sample(self.model, src, lengths, num_samples, generator=generator,
+                                      exclude_unk=exclude_unk, limit=self._limit(lengths))
             for position, hyps in zip(positions, drawn):
                 results[position] = _ranked(self._texts(hyps))[:top]
         return results

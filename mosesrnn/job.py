@@ -9,6 +9,9 @@ any work the job checks what a careful tool checks, for every command alike:
   fails and leaves it empty), and nothing on the way is a regular file;
 - no other run is writing an output: each output is locked (:mod:`mosesrnn.locks`).
 
+Under torchrun the processes of one run share its outputs: only rank 0 (which writes them) checks
+and locks them.
+
 While the job runs, Ctrl-C and SIGTERM (a scheduler's preemption, ``kill``) raise
 KeyboardInterrupt, also in a process started with SIGINT ignored (a script's background job);
 an interruption leaves the job as :class:`Interrupted`, whose message says what was kept (exit
@@ -57,6 +60,8 @@ class Job:
     def __enter__(self) -> "Job":
         try:
             self._check_inputs()
+            if os.environ.get("RANK", "0") != "0":  # a torchrun process other than rank 0: it writes nothing
+                return self
             self._check_outputs()
             for path in self.outputs:
                 self._existed[path] = os.path.exists(path)

@@ -10,8 +10,8 @@ import click
 from ..files import describe_os_error
 from ..job import Interrupted
 
-__all__ = ["TABLE", "ENCODING", "QUIET", "DEVICE", "THREADS", "setup_logging", "Command", "CommandGroup", "load_model",
-           "parse_duration", "duration"]
+__all__ = ["TABLE", "ENCODING", "QUIET", "DEVICE", "DTYPE", "THREADS", "setup_logging", "Command", "CommandGroup",
+           "load_model", "parse_duration", "duration"]
 
 TABLE = click.Path(dir_okay=False, allow_dash=True)
 ENCODING = click.option(
@@ -21,6 +21,10 @@ ENCODING = click.option(
 QUIET = click.option("--quiet", "-q", is_flag=True, help="No progress bar or log messages, only errors.")
 DEVICE = click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
                       help="auto = cuda if available, else cpu.")
+DTYPE = click.option("--dtype", type=click.Choice(["fp32", "bf16", "int8", "auto"]), default="fp32", show_default=True,
+                     help="Precision of the matmuls: bf16 (GPUs, CPUs with AMX or AVX512-BF16), int8 (dynamic "
+                          "quantisation, CPU), auto (chosen from the device and the CPU's flags, and logged). "
+                          "See docs/performance.md for speed and accuracy.")
 THREADS = click.option("--threads", type=click.IntRange(1), help="CPU threads for torch (default: torch's choice).")
 
 

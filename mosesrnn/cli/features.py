@@ -10,7 +10,7 @@ from ..direction import DIRECTIONS
 from ..features.registry import FEATURES, FeatureOptions, default_features
 from ..features.selection import feature_names
 from ..features.unk import UNK_SIDES
-from .common import DEVICE, THREADS
+from .common import DEVICE, DTYPE, THREADS
 
 __all__ = ["FeatureRequest", "feature_options"]
 
@@ -80,8 +80,7 @@ def _options(encoding: str, sentences: bool) -> list:
         click.option("--length-normalize", is_flag=True,
                      help="Divide log p by the predicted tokens (words + EOS); off, as in the paper."),
         DEVICE,
-        click.option("--dtype", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
-                     help="bf16 autocast for the matmuls (fast on GPUs and CPUs with AMX; slow elsewhere)."),
+        DTYPE,
         click.option("--batch-tokens", default=4096, show_default=True, type=click.IntRange(1),
                      help="Target tokens (rows x longest length) per decoder batch."),
         THREADS,

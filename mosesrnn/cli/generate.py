@@ -9,7 +9,7 @@ import click
 from ..formats.compressed import atomic_text_output
 from ..formats.text_file import read_lines
 from ..job import Job
-from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, Command, load_model, setup_logging
+from .common import DEVICE, DTYPE, ENCODING, QUIET, TABLE, THREADS, Command, load_model, setup_logging
 
 log = logging.getLogger("mosesrnn")
 
@@ -19,11 +19,11 @@ BATCH = click.option("--batch-size", default=32, show_default=True, type=click.I
                      help="Sources searched together (each with its own beam or samples).")
 
 
-def load_searcher(model_path: str, device: str, threads: int | None, batch_size: int = 32):
+def load_searcher(model_path: str, device: str, threads: int | None, batch_size: int = 32, dtype: str = "fp32"):
     """The model file ready for search (torch imported here, so --help stays fast)."""
     from ..generate import Searcher
     trained, device = load_model(model_path, device, threads)
-    return Searcher(trained, device=device, batch_size=batch_size)
+    return Searcher(trained, device=device, batch_size=batch_size, dtype=dtype)
 
 
 def _sources(source: tuple[str, ...], input_path: str | None) -> list[str]:
@@ -44,10 +44,12 @@ def _sources(source: tuple[str, ...], input_path: str | None) -> list[str]:
 @click.option("--no-unk", is_flag=True, help="Never sample the unknown word <unk>.")
 @click.option("--tsv", is_flag=True, help="TSV (source_id, rank, log_p, count, sample) instead of a report.")
 @DEVICE
+@DTYPE
 @THREADS
 @BATCH
 @QUIET
-def sample(model_path, source, input_path, num_samples, top, seed, no_unk, tsv, device, threads, batch_size, quiet):
+def sample(model_path, source, input_path, num_samples, top, seed, no_unk, tsv, device, dtype, threads, batch_size,
+           quiet):
     """Ancestral samples from p(target | source), deduplicated and ranked by log p.
 
     \b
@@ -57,7 +59,7 @@ def sample(model_path, source, input_path, num_samples, top, seed, no_unk, tsv, 
     setup_logging(quiet)
     with Job(inputs=[model_path, input_path]):
         sources = _sources(source, input_path)
-        searcher = load_searcher(model_path, device, threads, batch_size)
+        searcher = load_searcher(model_path, device, threads, batch_size, dtype)
         results = searcher.sample(sources, num_samples, top=top, seed=seed, exclude_unk=no_unk)
     for index, (text, samples) in enumerate(zip(sources, results)):
         if not tsv:
@@ -79,10 +81,11 @@ def sample(model_path, source, input_path, num_samples, top, seed, no_unk, tsv, 
               help="Rank finished hypotheses by log p per token (words + EOS), as in 2014b.")
 @click.option("--allow-unk", is_flag=True, help="Keep hypotheses with <unk> (excluded by default, as in 2014b).")
 @DEVICE
+@DTYPE
 @THREADS
 @BATCH
 @QUIET
-def translate(model_path, input_path, output, beam_size, nbest, length_normalize, allow_unk, device, threads,
+def translate(model_path, input_path, output, beam_size, nbest, length_normalize, allow_unk, device, dtype, threads,
               batch_size, quiet):
     """Translate each line of --input by beam search (batched over sentences).
 
@@ -99,7 +102,7 @@ def translate(model_path, input_path, output, beam_size, nbest, length_normalize
     if nbest and nbest > beam_size:
         raise click.BadParameter(f"at most the beam size ({beam_size})", param_hint="--nbest")
     with Job(inputs=[model_path, input_path], outputs=[output]):
-        searcher = load_searcher(model_path, device, threads, batch_size)
+        searcher = load_searcher(model_path, device, threads, batch_size, dtype)
         sources = read_lines(input_path)
         start = time.perf_counter()
         results = searcher.translate(sources, beam_size=beam_size, nbest=nbest or 1,
@@ -126,10 +129,11 @@ def translate(model_path, input_path, output, beam_size, nbest, length_normalize
               help="Propose for the first N distinct source phrases only (the rest is scored, not searched).")
 @click.option("--new-pairs", type=TABLE, help="TSV of the new pairs (default: OUTPUT.new.tsv).")
 @DEVICE
+@DTYPE
 @THREADS
 @ENCODING
 @QUIET
-def augment(table, model_path, output, beam_size, per_source, max_sources, new_pairs, device, threads,
+def augment(table, model_path, output, beam_size, per_source, max_sources, new_pairs, device, dtype, threads,
             encoding, quiet):
     """Add RNN-proposed target phrases that TABLE lacks (C14's future work).
 
@@ -151,7 +155,7 @@ def augment(table, model_path, output, beam_size, per_source, max_sources, new_p
         raise click.BadParameter(f"at most the beam size ({beam_size})", param_hint="--per-source")
     new_pairs = new_pairs or output + ".new.tsv"
     with Job(inputs=[table, model_path], outputs=[output, new_pairs]):
-        searcher = load_searcher(model_path, device, threads)
+        searcher = load_searcher(model_path, device, threads, dtype=dtype)
         summary = augment_table(table, output, searcher, beam_size=beam_size, per_source=per_source,
                                 max_sources=max_sources, new_pairs_path=new_pairs, encoding=encoding)
     click.echo(f"{summary.new_pairs} new pairs for {summary.searched_sources} searched source phrases "

@@ -8,7 +8,6 @@ Model, batching and dtype are fixed for the whole run.
 """
 from __future__ import annotations
 
-import contextlib
 from typing import Sequence
 
 import torch
@@ -18,11 +17,10 @@ from ..direction import SOURCE_TO_TARGET, opposite, orient, probability
 from ..models.batching import pad
 from ..models.decoder import DecoderContext
 from ..models.model_file import TrainedModel
+from ..models.precision import precision
 from .registry import FEATURES, FeatureOptions, Pair
 
-__all__ = ["RNNFeature", "DTYPES", "group_by_source", "length_batches", "build", "build_reverse"]
-
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+__all__ = ["RNNFeature", "group_by_source", "length_batches", "build", "build_reverse"]
 
 
 def group_by_source(sources: Sequence[str]) -> tuple[list[str], list[int]]:
@@ -70,12 +68,12 @@ class RNNFeature:
             raise ValueError(f"the {spec.name} model was trained {trained.direction} (it scores "
                              f"{probability(trained.direction)}), not {direction}")
         self.spec = spec
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
         self.trained, self.direction = trained, trained.direction
-        self.device, self.dtype, self.batch_tokens = resolve_device(device), dtype, batch_tokens
+        self.device, self.batch_tokens = resolve_device(device), batch_tokens
+        self.precision = precision(dtype, self.device)
+        self.dtype = self.precision.name  # auto resolved: the signature says what ran
         self.length_normalize = length_normalize
-        self.model = trained.model.to(self.device).eval()
+        self.model = self.precision.prepare(trained.model)
 
     def settings(self) -> dict:
         """Model digest and every setting that changes the values."""
@@ -90,15 +88,10 @@ class RNNFeature:
         inputs, outputs = zip(*(orient(self.direction, pair.source, pair.target) for pair in pairs))
         sources, line_source = group_by_source(inputs)
         input_codec, output_codec = self.trained.input_codec, self.trained.output_codec
-        with torch.inference_mode(), self._autocast():
+        with torch.inference_mode(), self.precision.autocast():
             context, row_of_source = self._encode([input_codec.ids(source) for source in sources])
             targets = [output_codec.ids(output) for output in outputs]
             return self._decode(context, row_of_source[line_source], targets).tolist()
-
-    def _autocast(self):
-        if self.dtype == "fp32":
-            return contextlib.nullcontext()
-        return torch.autocast(self.device, dtype=DTYPES[self.dtype])
 
     def _encode(self, sources: list[list[int]]) -> tuple[DecoderContext, torch.Tensor]:
         """Encode each distinct source once, in length batches.

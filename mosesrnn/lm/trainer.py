@@ -10,6 +10,7 @@ validation NLL.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from ..devices import resolve_device
 from ..text.codec import Codec
 from ..text.tokenizers import MosesWords
 from ..text.vocab import Vocabulary
+from ..train import distributed
 from ..train.loop import BEST, LAST, Loop, LoopSettings, Validation, load_state, seed_everything
 from .config import LM_PRESETS, lm_config
 from .data import LMData, load_lm_data, unigram_perplexity
@@ -96,9 +98,9 @@ class CSLMTask:
     unit, loss_name = "n-grams", "loss per token"
     validation_keys = ("valid_nll", "valid_ppl", "log_z_mean", "log_z_std")
 
-    def __init__(self, config: LMTrainConfig, data: LMData, resumed: bool):
+    def __init__(self, config: LMTrainConfig, data: LMData, resumed: bool, device: str | None = None):
         self.config, self.data = config, data
-        self.device = torch.device(resolve_device(config.device))
+        self.device = torch.device(device or resolve_device(config.device))
         self.codec = Codec(MosesWords(), data.vocabulary)
         if resumed:
             self.model = load_language_model(os.path.join(config.output_dir, LAST)).model
@@ -108,6 +110,7 @@ class CSLMTask:
                                         embed_dim=config.embed_dim, hidden_dims=config.hidden_dims,
                                         self_norm=config.self_norm))
         self.model.to(self.device).train()
+        self.network = self.model
         self.train_size = len(data.train)
         self.unigram_ppl = unigram_perplexity(data.train, data.valid, len(data.vocabulary))
 
@@ -118,8 +121,14 @@ class CSLMTask:
     def loss(self, index: np.ndarray) -> torch.Tensor:
         """Mean NLL per token plus alpha times the mean squared log-normaliser."""
         context, targets = self.data.train.batch(index, self.device)
-        score, log_z = self.model.score_and_normaliser(context, targets)
+        scores = self.network(context)  # (B, V)
+        score, log_z = scores.gather(1, targets[:, None])[:, 0], scores.logsumexp(1)
         return (log_z - score).mean() + self.model.config.self_norm * log_z.square().mean()
+
+    def data_fingerprint(self) -> str:
+        """The n-grams' count and a hash of their tokens (the ranks of a torchrun run compare it)."""
+        digest = hashlib.blake2b(self.data.train.tokens.tobytes(), digest_size=8).hexdigest()
+        return f"{len(self.data.train)} training n-grams, tokens {digest}"
 
     def validate(self) -> Validation:
         """Exact perplexity of the held-out text, and how far log Z strays from 0."""
@@ -147,6 +156,8 @@ def train_lm(config: LMTrainConfig, should_stop=None) -> LMTrainResult:
     """Train (or resume) a CSLM into ``config.output_dir``; see the module docstring."""
     if config.threads:
         torch.set_num_threads(config.threads)
+    ranks = distributed.ranks_from_environment()
+    device = distributed.start(ranks, resolve_device(config.device))
     os.makedirs(config.output_dir, exist_ok=True)
     state = load_state(config.output_dir, config.resume, config.to_dict(), _FREE_ON_RESUME)
     if state is None:
@@ -161,10 +172,10 @@ def train_lm(config: LMTrainConfig, should_stop=None) -> LMTrainResult:
     log.info("%s: %d training and %d validation n-grams, read in %.0f s; the %d-word shortlist covers %.1f%% of "
              "the words", data.description, len(data.train), len(data.valid), time.monotonic() - started,
              len(data.vocabulary), 100 * data.coverage)
-    task = CSLMTask(config, data, state is not None)
+    task = CSLMTask(config, data, state is not None, device)
     settings = LoopSettings(batch_size=config.batch_size, valid_every=config.valid_every, patience=config.patience,
                             max_updates=config.max_updates, max_time=config.max_time, clip_norm=config.clip_norm,
-                            seed=config.seed, quiet=config.quiet, plot_unit="token")
+                            seed=config.seed, quiet=config.quiet, plot_unit="token", ranks=ranks)
     loop = Loop(task, settings, config.output_dir, config.to_dict(), state)
     shape = task.model.config
     log.info("CSLM: %s preset, %d-gram, %d-dim embeddings, hidden %s, %d parameters, device %s, %d threads; loss: %s",

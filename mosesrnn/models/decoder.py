@@ -151,6 +151,9 @@ class C14Decoder(nn.Module):
     def _target_log_probs(self, s_pooled: Tensor, targets: Tensor, row_block: int) -> Tensor:
         """log p(y_t = targets) from maxout outputs (N, M) and ids (N,), blockwise; shape (N,)."""
         g_r_s = self.G_r(s_pooled)  # (N, R)
+        if not isinstance(self.G_l, nn.Linear):  # int8 (mosesrnn.models.precision): one matmul gives both terms
+            return torch.cat([torch.log_softmax(at_least_float32(self.G_l(block)), -1).gather(-1, t[:, None])[:, 0]
+                              for block, t in zip(g_r_s.split(row_block), targets.split(row_block))])
         g_y = at_least_float32(self.G_l.weight[targets])  # (N, R)
         target_logits = (at_least_float32(g_r_s) * g_y).sum(-1) + self.G_l.bias[targets]
         blocks = zip(g_r_s.split(row_block), targets.split(row_block))  # (row_block, R), (row_block,)

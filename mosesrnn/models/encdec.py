@@ -85,6 +85,11 @@ class EncoderDecoder(nn.Module):
         ctx = self.source_context(src, src_lengths)
         return self.decoder.token_log_probs(ctx, trg, trg_lengths).sum(dim=1)
 
+    def forward(self, src: Tensor, src_lengths: Tensor, trg: Tensor, trg_lengths: Tensor) -> Tensor:
+        """log p(y | x) of each pair, shape (B,), in the fast order (:meth:`score_log_prob`): what training
+        minimises (through ``forward``, so that DistributedDataParallel sees the call)."""
+        return self.decoder.sequence_log_prob(self.source_context(src, src_lengths), trg, trg_lengths)
+
     def score_log_prob(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor) -> Tensor:
         """log p(y | x) of targets (B, T) against contexts (B rows), in the fast scoring order; (B,)."""
         return self.decoder.sequence_log_prob(ctx, trg, trg_lengths)

@@ -111,7 +111,7 @@ def augment_table(path: str, output: str, searcher: Searcher, *, beam_size: int 
         raise ValueError("augment needs a source-to-target model (it proposes target phrases); "
                          f"this one is {searcher.trained.direction}")
     summary = AugmentSummary()
-    rnn = RNNFeature(searcher.trained, device=searcher.device)
+    rnn = RNNFeature(searcher.trained, device=searcher.device, dtype=searcher.precision.name)
     with atomic_output(output) as out, atomic_output(new_pairs_path or output + ".new.tsv") as raw_listing:
         listing = io.TextIOWrapper(raw_listing, encoding="utf-8", newline="\n")
         listing.write("source\ttarget\trnn_log_p\tbeam_rank\n")

@@ -12,20 +12,24 @@ __all__ = ["TrainLog"]
 class TrainLog:
     """``train.jsonl`` (one JSON object per event) and the loss-curve PNG redrawn from it."""
 
-    def __init__(self, path: str, plot_path: str, fresh: bool, unit: str = "pair"):
-        self.path, self.plot_path, self.unit = path, plot_path, unit
-        if fresh and os.path.exists(path):
+    def __init__(self, path: str, plot_path: str, fresh: bool, unit: str = "pair", writes: bool = True):
+        self.path, self.plot_path, self.unit, self.writes = path, plot_path, unit, writes
+        if writes and fresh and os.path.exists(path):
             os.remove(path)
 
     def write(self, event: str, **values) -> None:
-        """Append one record ``{"event": event, **values}``."""
+        """Append one record ``{"event": event, **values}`` (nothing where ``writes`` is off: another
+        process of the run writes the log)."""
+        if not self.writes:
+            return
         with open(self.path, "a", encoding="utf-8") as out:
             out.write(json.dumps({"event": event, **values}) + "\n")
 
     def validation(self, **values) -> None:
         """Append a validation record and redraw the plot."""
         self.write("valid", **values)
-        self.plot()
+        if self.writes:
+            self.plot()
 
     def plot(self) -> None:
         """Draw NLL per example (train, valid) and valid vs unigram perplexity against updates."""

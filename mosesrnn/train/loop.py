@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 import numpy as np
@@ -33,6 +33,7 @@ from tqdm import tqdm
 
 from ..files import atomic_file
 from .data import Shuffler
+from .distributed import Ranks, any_rank, broadcast, same_data
 from .log import TrainLog
 
 __all__ = ["Task", "Validation", "LoopSettings", "LoopResult", "Loop", "STATE", "BEST", "LAST", "load_state",
@@ -67,6 +68,13 @@ class Task(Protocol):
     loss_name: str
     #: the keys of its validations' records (None in a model file saved before the first validation)
     validation_keys: tuple[str, ...]
+    #: what ``loss`` calls: the model, or the loop's DistributedDataParallel around it (several processes)
+    network: torch.nn.Module
+    #: where the model runs
+    device: torch.device
+
+    def data_fingerprint(self) -> str:
+        """A short description of the training data; the ranks of a multi-process run must agree on it."""
 
     def optimizer(self) -> torch.optim.Optimizer:
         """A fresh optimizer over the model's parameters."""
@@ -97,6 +105,7 @@ class LoopSettings:
     seed: int = 1
     quiet: bool = False
     plot_unit: str = "pair"  # the loss curve's y axis: NLL per <plot_unit>
+    ranks: Ranks = field(default_factory=Ranks)  # the processes of a torchrun run (one: rank 0 of 1)
 
 
 @dataclass
@@ -145,10 +154,14 @@ class Loop:
     """One run of a task: counters, minibatches, validation, files (see the module docstring)."""
 
     def __init__(self, task: Task, settings: LoopSettings, output_dir: str, config: dict, state: dict | None):
-        self.task, self.settings, self.config = task, settings, config
+        self.task, self.settings, self.config, self.ranks = task, settings, config, settings.ranks
         self.path = lambda name: os.path.join(output_dir, name)
         self.resumed = state is not None
         state = state or {}
+        if self.ranks.world > 1:
+            same_data(self.ranks, task.data_fingerprint())
+            from torch.nn.parallel import DistributedDataParallel
+            task.network = DistributedDataParallel(task.model)
         self.optimizer = task.optimizer()
         if state:
             self.optimizer.load_state_dict(state["optimizer"])
@@ -160,23 +173,24 @@ class Loop:
         self.bad_validations = state.get("bad_validations", 0)
         self.loss_sum, self.loss_count = state.get("loss_sum", 0.0), state.get("loss_count", 0)
         self.last_valid_update = state.get("last_valid_update", -1)
-        self.shuffler = Shuffler(task.train_size, settings.batch_size, settings.seed,
+        # one global minibatch of world x batch_size examples; each rank trains on its share
+        self.shuffler = Shuffler(task.train_size, settings.batch_size * self.ranks.world, settings.seed,
                                  state.get("epoch", 0), state.get("position", 0))
         self.log = TrainLog(self.path("train.jsonl"), self.path("loss.png"), fresh=not self.resumed,
-                            unit=settings.plot_unit)
+                            unit=settings.plot_unit, writes=self.ranks.main)
 
     # -- one update and one validation ---------------------------------------------------------------
 
     def step(self) -> float:
         """One update on the next minibatch; returns its loss."""
         index = self.shuffler.next_batch()
-        loss = self.task.loss(index)
+        loss = self.task.loss(self.ranks.share(index))
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # DistributedDataParallel averages the gradients of the ranks here
         if self.settings.clip_norm:
             torch.nn.utils.clip_grad_norm_(self.task.model.parameters(), self.settings.clip_norm)
         self.optimizer.step()
-        value = float(loss.detach())
+        value = float(loss.detach()) if self.ranks.world == 1 else _mean_over_ranks(loss.detach())
         if not math.isfinite(value):
             raise ValueError(f"the loss became {value} at update {self.updates + 1}; try --clip-norm 1")
         self.updates, self.examples = self.updates + 1, self.examples + len(index)
@@ -194,11 +208,12 @@ class Loop:
     def validate(self) -> None:
         """Validate, log, save last.pt (and best.pt if better) and the state."""
         started = time.monotonic()
-        validation = self.task.validate()
+        validation = broadcast(self.ranks, self.task.validate() if self.ranks.main else None)
         improved = self.best is None or validation.nll < self.best.nll
         if improved:
             self.best, self.bad_validations = validation, 0
-            self.task.save_model(self.path(BEST), self.info(validation))
+            if self.ranks.main:
+                self.task.save_model(self.path(BEST), self.info(validation))
         else:
             self.bad_validations += 1
         train_loss = self.loss_sum / max(self.loss_count, 1)
@@ -207,12 +222,16 @@ class Loop:
         self.log.validation(update=self.updates, epoch=self.shuffler.epoch, pairs=self.examples,
                             train_nll=train_loss, **validation.record, best=improved,
                             seconds=round(self.seconds, 1), valid_seconds=round(time.monotonic() - started, 1))
-        log.info("update %d (epoch %d, %.0f s): train %s %.3f; %s%s", self.updates, self.shuffler.epoch,
-                 self.seconds, self.task.loss_name, train_loss, validation.summary, ", best so far" if improved else "")
+        if self.ranks.main:
+            log.info("update %d (epoch %d, %.0f s): train %s %.3f; %s%s", self.updates, self.shuffler.epoch,
+                     self.seconds, self.task.loss_name, train_loss, validation.summary,
+                     ", best so far" if improved else "")
         self.save()
 
     def save(self) -> None:
-        """Write last.pt, then the training state that matches it."""
+        """Write last.pt, then the training state that matches it (rank 0 alone)."""
+        if not self.ranks.main:
+            return
         self.task.save_model(self.path(LAST), self.info(self.last))
         with atomic_file(self.path(STATE)) as stream:
             torch.save({
@@ -238,8 +257,8 @@ class Loop:
                 self.validate()  # so that best.pt and the log reflect the end of the run
             else:
                 self.save()  # interrupted: the state as it is, to resume exactly
-                if not os.path.exists(self.path(BEST)):  # stopped before a validation: still a usable model
-                    self.task.save_model(self.path(BEST), self.info(None))
+                if self.ranks.main and not os.path.exists(self.path(BEST)):  # stopped before a validation:
+                    self.task.save_model(self.path(BEST), self.info(None))  # still a usable model
         speed = (self.examples - examples_before) / max(self.seconds - seconds_before, 1e-9)
         self.log.write("end", reason=reason, update=self.updates, pairs_per_second=speed)
         return LoopResult(self.updates, self.shuffler.epoch, reason, self.best, speed, self.resumed)
@@ -261,8 +280,15 @@ class Loop:
 
     def _limit(self, started: float, stop: threading.Event, should_stop) -> str | None:
         settings = self.settings
-        if stop.is_set() or (should_stop is not None and should_stop(self.updates)):
+        interrupted = stop.is_set() or (should_stop is not None and should_stop(self.updates))
+        if any_rank(self.ranks, interrupted, self.task.device):  # a signal reaches each rank at its own time
             return "interrupted"
+        if settings.max_time is not None and self.ranks.world > 1:  # rank 0's clock decides for all
+            return broadcast(self.ranks, self._limit_alone(started))
+        return self._limit_alone(started)
+
+    def _limit_alone(self, started: float) -> str | None:
+        settings = self.settings
         if self.bad_validations >= settings.patience:
             return "early_stopping"
         if settings.max_updates is not None and self.updates >= settings.max_updates:
@@ -273,7 +299,13 @@ class Loop:
 
     def _progress_bar(self) -> tqdm:
         return tqdm(total=self.settings.max_updates, initial=self.updates, unit="upd", dynamic_ncols=True,
-                    disable=self.settings.quiet or not sys.stderr.isatty(), desc="training")
+                    disable=self.settings.quiet or not self.ranks.main or not sys.stderr.isatty(), desc="training")
+
+
+def _mean_over_ranks(value: torch.Tensor) -> float:
+    import torch.distributed as dist
+    dist.all_reduce(value)
+    return float(value) / dist.get_world_size()
 
 
 def _plain(validation: Validation | None) -> list | None:

@@ -1,0 +1,88 @@
+"""Training on several processes: torchrun's environment, DistributedDataParallel, one writer.
+
+Under ``torchrun --nproc-per-node N -m mosesrnn train ...`` every process (rank) runs the same
+command. Each rank holds the training data and the model; the loop draws one global minibatch of
+N x ``--batch-size`` examples from the seeded permutation that every rank computes alike, and rank
+r trains on its share (every N-th example from the r-th). DistributedDataParallel averages the
+gradients, so an update equals a single process's update on the whole global batch (the mean of
+the ranks' mean losses). Rank 0 validates, writes the model files, the state, the log and the plot;
+the others follow its decisions (when to stop, what was best). The ranks compare a fingerprint of
+their data first and stop with one line when they differ. Backend: NCCL on GPUs (one per rank,
+``LOCAL_RANK``), gloo on CPUs.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+__all__ = ["Ranks", "ranks_from_environment", "start", "same_data", "broadcast", "any_rank"]
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """This process' place among the training processes (one process: rank 0 of 1)."""
+
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+
+    @property
+    def main(self) -> bool:
+        """Whether this process writes files and logs."""
+        return self.rank == 0
+
+    def share(self, index: np.ndarray) -> np.ndarray:
+        """This rank's part of a global minibatch: every ``world``-th index from the ``rank``-th."""
+        return index[self.rank::self.world]
+
+
+def ranks_from_environment() -> Ranks:
+    """The ranks torchrun describes in ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` (one process without them)."""
+    if "WORLD_SIZE" not in os.environ:
+        return Ranks()
+    return Ranks(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ.get("LOCAL_RANK", 0)))
+
+
+def start(ranks: Ranks, device: str) -> str:
+    """Join the process group (gloo on CPU, NCCL on GPU); returns this rank's device."""
+    if ranks.world == 1 or dist.is_initialized():
+        return device
+    if device.startswith("cuda"):
+        torch.cuda.set_device(ranks.local_rank)
+        device = f"cuda:{ranks.local_rank}"
+    dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
+    return device
+
+
+def same_data(ranks: Ranks, fingerprint: str) -> None:
+    """Raise ValueError (on every rank) unless every rank read the same data."""
+    if ranks.world == 1:
+        return
+    everyone: list = [None] * ranks.world
+    dist.all_gather_object(everyone, fingerprint)
+    differing = [rank for rank, theirs in enumerate(everyone) if theirs != everyone[0]]
+    if differing:
+        raise ValueError(f"the training processes read different data: rank 0 has {everyone[0]}, rank "
+                         f"{differing[0]} has {everyone[differing[0]]}; give every rank the same files and options")
+
+
+def broadcast(ranks: Ranks, value):
+    """Rank 0's ``value`` on every rank (any picklable value)."""
+    if ranks.world == 1:
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def any_rank(ranks: Ranks, flag: bool, device: str | torch.device = "cpu") -> bool:
+    """Whether ``flag`` is true on some rank (a stop request reaches one rank, all stop together)."""
+    if ranks.world == 1:
+        return flag
+    value = torch.tensor([int(flag)], device=device)
+    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    return bool(value.item())
