@@ -1,15 +1,15 @@
-"""Throughput of the RNN scorer on a slice of the real Tatoeba table (prints figures; not a test).
+"""Throughput of the RNN scorer by dtype and threads, on one slice of the real Tatoeba table (prints figures).
 
-For each preset (random weights: speed does not depend on training): pairs/s of the rnn feature
-in fp32 and bf16, the naive baseline (one pair at a time through `model.log_prob`, no grouping,
-no bucketing), and pairs/s as a share of the roofline = measured matmul FLOP/s / FLOPs per pair.
-With --memory, also the peak RSS of `mosesrnn score --features unk` on a 1M-line table and on
-the whole table concatenated twice (5.35M lines), to show memory stays flat.
+For each preset (random weights: speed does not depend on training) and for 1 and 2 threads, every
+dtype (fp32, bf16, int8) scores the same pairs (the first --pairs lines of the table), in --rounds
+alternated rounds (fp32, bf16, int8, then int8, bf16, fp32, ...), so that the load of a shared machine
+falls on every row alike; each row gives the median pairs/s, the spread over the rounds, and the
+median of the per-round ratios to fp32. fp32 at 1 thread also gives its share of the roofline =
+measured matmul FLOP/s / FLOPs per pair. The CPU's instruction sets and what ``--dtype auto`` picks
+are printed first. With --memory, also the peak RSS of `mosesrnn score --features unk` on a 1M-line
+table and on the whole table twice (5.35M lines). Accuracy is benchmarks/precision_accuracy.py's.
 
-    flock /tmp/mosesrnn-heavy.lock python benchmarks/score_speed.py --memory   # about 4 minutes
-
-bf16 is also compared with fp32 on real pairs for three weight scales (the paper's N(0, 0.01^2)
-initialisation gives near-uniform outputs, so wider ones stand in for a trained model's peakier ones).
+    flock /tmp/mosesrnn-heavy.lock python benchmarks/score_speed.py --pairs 5000 --rounds 3
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import argparse
 import gzip
 import itertools
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,14 +29,15 @@ import torch
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.compressed import count_lines
 from mosesrnn.formats.phrase_table import read_entries
-from mosesrnn.models.batching import pad
 from mosesrnn.models.config import model_config, preset_shortlist
 from mosesrnn.models.encdec import build_model
 from mosesrnn.models.model_file import TrainedModel, save_trained_model
+from mosesrnn.models.precision import auto_dtype, cpu_flags
 from mosesrnn.text.codec import Codec, CodecPair
 from mosesrnn.text.tokenizers import MosesWords, words
 from mosesrnn.text.vocab import Vocabulary, build_vocabularies
 
+DTYPES = ("fp32", "bf16", "int8")
 TABLE = str(Path(__file__).resolve().parents[2] / "shared/data/tatoeba-moses-en-fr/phrase-table.gz")
 
 
@@ -95,51 +97,30 @@ def pairs_per_second(feature: RNNFeature, entries, chunk_lines: int = 20000) -> 
     return len(entries) / (time.perf_counter() - started)
 
 
-def naive_pairs_per_second(trained: TrainedModel, entries) -> float:
-    """One pair at a time through model.log_prob: no grouping, no batching, full log_softmax."""
-    started = time.perf_counter()
-    with torch.inference_mode():
-        for entry in entries:
-            src, src_lengths = pad([trained.input_codec.ids(entry.source)])
-            trg, trg_lengths = pad([trained.output_codec.ids(entry.target)], append_eos=True)
-            device = trained.model.decoder.G_l.weight.device
-            trained.model.log_prob(src.to(device), src_lengths.to(device), trg.to(device), trg_lengths.to(device))
-    return len(entries) / (time.perf_counter() - started)
-
-
-def bf16_difference(trained: TrainedModel, entries) -> tuple[float, float, float]:
-    """Max and mean |log p(bf16) - log p(fp32)| over `entries`, and the mean |log p(fp32)|."""
-    device = str(trained.model.decoder.G_l.weight.device)
-    fp32 = torch.tensor(RNNFeature(trained, device=device).values(entries))
-    bf16 = torch.tensor(RNNFeature(trained, dtype="bf16", device=device).values(entries))
-    difference = (bf16 - fp32).abs()
-    return difference.max().item(), difference.mean().item(), fp32.abs().mean().item()
-
-
 def report_preset(preset: str, entries, args) -> None:
-    """Print throughput, baseline and roofline share of one preset."""
+    """One row per (threads, dtype): median pairs/s over alternated rounds, spread, ratio to fp32."""
     trained = trained_model(preset, entries)
-    trained.model.to(args.device)
     flops, formula = flops_per_pair(trained.model.config, entries)
-    print(f"\n== preset {preset}: {trained.model.num_parameters() / 1e6:.1f}M parameters")
+    print(f"\n== preset {preset}: {trained.model.num_parameters() / 1e6:.1f}M parameters, {len(entries):,} pairs")
     print(f"FLOPs/pair = {flops / 1e6:.1f} MFLOP = {formula}")
-    naive = naive_pairs_per_second(trained, entries[:args.naive_pairs])
-    print(f"naive baseline (1 pair at a time, {args.naive_pairs} pairs): {naive:,.0f} pairs/s")
-    lines = args.lines if preset == "small" else args.paper_lines
-    for dtype, count in (("fp32", lines), ("bf16", args.bf16_lines)):
-        peak = matmul_flops(trained.model.config.hidden_dim, dtype, args.device)
-        feature = RNNFeature(trained, dtype=dtype, batch_tokens=args.batch_tokens, device=args.device)
-        speed = pairs_per_second(feature, entries[:count])
-        print(f"{dtype}: {speed:,.0f} pairs/s on {count:,} pairs = {speed / naive:.1f}x naive; matmul "
-              f"{peak / 1e9:.0f} GFLOP/s -> roofline {peak / flops:,.0f} pairs/s, "
-              f"reached {speed * flops / peak:.0%}")
-    for init_std in (0.01, 0.1, 0.2):  # the paper's init, then wider ones with peakier distributions
-        model = trained if init_std == 0.01 else trained_model(preset, entries, init_std)
-        model.model.to(args.device)
-        worst, mean, typical = bf16_difference(model, entries[:args.bf16_lines])
-        print(f"bf16 vs fp32 on {args.bf16_lines:,} real pairs, weights N(0, {init_std}^2): "
-              f"|log p| difference "
-              f"max {worst:.4f}, mean {mean:.4f} (mean |log p| {typical:.1f})")
+    print("| threads | dtype | pairs/s (median) | rounds (min-max) | vs fp32 | roofline share |")
+    print("|---|---|---|---|---|---|")
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        features = {dtype: RNNFeature(trained, dtype=dtype, batch_tokens=args.batch_tokens, device="cpu")
+                    for dtype in DTYPES}
+        speeds: dict[str, list[float]] = {dtype: [] for dtype in DTYPES}
+        for round_number in range(args.rounds):
+            order = DTYPES if round_number % 2 == 0 else DTYPES[::-1]
+            for dtype in order:
+                speeds[dtype].append(pairs_per_second(features[dtype], entries))
+        peak = matmul_flops(trained.model.config.hidden_dim, "fp32", "cpu") if threads == 1 else None
+        for dtype in DTYPES:
+            ratio = statistics.median(s / f for s, f in zip(speeds[dtype], speeds["fp32"]))
+            roofline = (f"{statistics.median(speeds[dtype]) * flops / peak:.0%} of {peak / flops:,.0f}"
+                        if peak and dtype == "fp32" else "")
+            print(f"| {threads} | {dtype} | {statistics.median(speeds[dtype]):,.0f} | {min(speeds[dtype]):,.0f}-"
+                  f"{max(speeds[dtype]):,.0f} | {ratio:.2f}x | {roofline} |", flush=True)
 
 
 def peak_rss(table: str, model: str) -> tuple[float, float]:
@@ -176,20 +157,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--table", default=TABLE)
-    parser.add_argument("--lines", type=int, default=50000, help="slice read; small preset fp32 scores all")
-    parser.add_argument("--paper-lines", type=int, default=20000, help="pairs for the paper preset in fp32")
-    parser.add_argument("--bf16-lines", type=int, default=300, help="pairs for bf16 and its tolerance")
-    parser.add_argument("--naive-pairs", type=int, default=300)
+    parser.add_argument("--pairs", type=int, default=5000, help="the slice every row scores")
+    parser.add_argument("--rounds", type=int, default=3, help="alternated rounds per row")
     parser.add_argument("--batch-tokens", type=int, default=4096)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--device", default="cpu", help="cpu or cuda (a GPU run: --device cuda)")
+    parser.add_argument("--presets", default="paper,small")
     parser.add_argument("--memory", action="store_true", help="also measure peak RSS on 1M and 5.35M lines")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    entries = list(itertools.islice(read_entries(args.table), args.lines))
-    print(f"{os.cpu_count()} CPUs ({torch.backends.cpu.get_cpu_capability()}), torch {torch.__version__}, "
-          f"{args.threads} threads; slice: first {len(entries):,} lines of {args.table}")
-    for preset in ("paper", "small"):
+    entries = list(itertools.islice(read_entries(args.table), args.pairs))
+    flags = cpu_flags()
+    shown = sorted(flags & {"avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8"})
+    print(f"{os.cpu_count()} CPUs; torch {torch.__version__}, kernels {torch.backends.cpu.get_cpu_capability()}; "
+          f"CPU flags: {' '.join(shown)}; --dtype auto picks {'%s (%s)' % auto_dtype('cpu', flags)}")
+    print(f"slice: first {len(entries):,} lines of {args.table}; {args.rounds} alternated rounds per row")
+    for preset in args.presets.split(","):
         report_preset(preset, entries, args)
     if args.memory:
         report_memory(entries, args.table)

@@ -66,8 +66,9 @@ def shown_scripts(page: Path) -> list[str]:
 def _command(words: list[str]) -> tuple[click.Command, list[str]]:
     command, rest = main, words[1:]
     while isinstance(command, click.Group) and rest and not rest[0].startswith("-"):
-        assert rest[0] in command.commands, f"no command {' '.join(words[:len(words) - len(rest) + 1])}"
-        command, rest = command.commands[rest[0]], rest[1:]
+        found = command.get_command(click.Context(command), rest[0])
+        assert found is not None, f"no command {' '.join(words[:len(words) - len(rest) + 1])}"
+        command, rest = found, rest[1:]
     return command, rest
 
 

@@ -63,7 +63,8 @@ class Row:
     @property
     def name(self) -> str:
         """The command as typed: ``score``, or ``lm train`` for a command of a group."""
-        return " ".join(self.args[:2]) if isinstance(main.commands[self.args[0]], click.Group) else self.args[0]
+        command = main.get_command(click.Context(main), self.args[0])
+        return " ".join(self.args[:2]) if isinstance(command, click.Group) else self.args[0]
 
 
 COMMANDS = [
@@ -112,7 +113,9 @@ COMMANDS = [
 def all_command_names(group: click.Group, prefix: str = "") -> list[str]:
     """Every command of the ``mosesrnn`` group, subcommands of subgroups as ``group sub``."""
     names = []
-    for name, command in group.commands.items():
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
         if isinstance(command, click.Group):
             names += all_command_names(command, f"{prefix}{name} ")
         else:

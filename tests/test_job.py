@@ -135,6 +135,8 @@ WRITERS = {
     "mosesrnn/train/loop.py": "torch.save of the training state into an atomic file",
     "mosesrnn/train/trainer.py": "the model folder (made by the Job of `train`; kept for the library's callers)",
     "mosesrnn/models/model_file.py": "torch.save into an atomic file",
+    "mosesrnn/lm/model_file.py": "torch.save of a CSLM into an atomic file",
+    "mosesrnn/lm/trainer.py": "the model folder (made by the Job of `lm train`; kept for the library's callers)",
     "moses_integration/mert.py": "the logs and test translations of Moses runs, in the locked working folder",
 }
 _WRITE = re.compile(r"open\([^)]*[\"'](?:w|wb|a|ab|r\+b|w\+)[\"']|\.savefig\(|\.print_png\(|torch\.save\(|"

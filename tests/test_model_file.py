@@ -42,7 +42,7 @@ def test_load_refuses_arbitrary_pickles(tmp_path):
 @pytest.mark.parametrize("checkpoint, message", [
     ({"weights": 1}, "not a mosesrnn model file"),
     ({"format_version": 99}, "unsupported model format version 99"),
-    ({"format_version": FORMAT_VERSION, "config": {}}, "without state_dict, direction, text"),
+    ({"format_version": FORMAT_VERSION, "config": {}}, "it has no state_dict, direction, text"),
     ({"format_version": 1, "config": {}, "state_dict": {}}, "version-1 model file without vocabularies"),
 ])
 def test_bad_model_files_are_named(tmp_path, checkpoint, message):

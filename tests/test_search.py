@@ -12,7 +12,7 @@ from mosesrnn import search
 from mosesrnn.cli import main
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
-from mosesrnn.generate import Searcher, nbest_line
+from mosesrnn.generate import Searcher, Translation, nbest_line
 from mosesrnn.models.batching import pad
 from mosesrnn.models.model_file import load_trained_model
 from mosesrnn.pipeline.augment import augment_table
@@ -112,7 +112,8 @@ def test_searcher_ranks_distinct_samples_and_keeps_empty_lines(trained):
     assert len({s.text for s in samples[0]}) == len(samples[0])
     assert [s.log_prob for s in samples[0]] == sorted((s.log_prob for s in samples[0]), reverse=True)
     assert searcher.sample(["the house", ""], 30, top=5, seed=7) == samples
-    assert searcher.translate(["", "he"], beam_size=3)[0] == []
+    # as Moses: an empty input line keeps its sentence id with one empty hypothesis
+    assert searcher.translate(["", "he"], beam_size=3)[0] == [Translation("", 0.0, 0.0)]
 
 
 def test_nbest_line_is_moses_format():
@@ -131,7 +132,8 @@ def test_translate_command_writes_one_best_and_nbest(tmp_path):
                                        "--nbest", "2", "--length-normalize", "-o", str(out), "-q"])
     assert result.exit_code == 0, result.output
     lines = out.read_text().splitlines()
-    assert [line.split(" ||| ")[0] for line in lines] == ["0", "0", "2", "2"]
+    assert [line.split(" ||| ")[0] for line in lines] == ["0", "0", "1", "2", "2"]
+    assert lines[2] == "1 |||  ||| RNN0= 0 ||| 0"
     for line in lines:
         _, hyp, features, total = line.split(" ||| ")
         name, value = features.split()

@@ -2,7 +2,10 @@
 library function and turns library errors into a message and an exit status."""
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import sys
 
 import click
 
@@ -18,7 +21,7 @@ from .train import train
 from .tuning import mert, rerank
 from .vocab import vocab
 
-__all__ = ["main"]
+__all__ = ["main", "run"]
 
 
 @click.group(cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -43,24 +46,35 @@ def main() -> None:
 #: ``mosesrnn --help`` lists the commands in these groups, in this order (as ``git help`` does).
 SECTIONS = (
     ("The main job", (vocab, train, score, merge)),
-    ("Moses", ()),  # moses_integration's commands, registered below
     ("The neural language model (CSLM)", (lm,)),
     ("n-best lists", (nbest, mert, rerank)),
     ("Generation and analysis", (translate, sample, augment, topk, perplexity, embed, report)),
 )
+#: moses_integration is the only code that calls Moses; its commands join this group on first use.
+MOSES_COMMANDS = {name: f"moses_integration.cli:{name.replace('-', '_')}"
+                  for name in ("moses-ini", "binarize", "mert-moses", "mert-report")}
+
+for _, _commands in SECTIONS:
+    for _command in _commands:
+        main.add_command(_command)
+main.lazy_commands = MOSES_COMMANDS
+main.sections = [(title, [c.name for c in commands]) for title, commands in SECTIONS]
+main.sections.insert(1, ("Moses", list(MOSES_COMMANDS)))
 
 
-def _register_commands() -> None:
-    # moses_integration is the only code that calls Moses; its commands join this group too.
-    from moses_integration.cli import binarize, mert_moses, mert_report, moses_ini
-    moses = (moses_ini, binarize, mert_moses, mert_report)
-    main.sections = [(title, [c.name for c in (moses if title == "Moses" else commands)])
-                     for title, commands in SECTIONS]
-    for _, commands in SECTIONS:
-        for command in commands:
-            main.add_command(command)
-    for command in moses:
-        main.add_command(command)
+def run() -> None:
+    """The ``mosesrnn`` program: :func:`main`, ending with exit status 130 when a run was interrupted.
 
-
-_register_commands()
+    CPython 3.11 ends a process by SIGINT, whatever its exit status, once a KeyboardInterrupt has
+    passed through ``exec`` of a string (dataclasses and namedtuple do that while modules import), so
+    a run stopped during an import would end "killed by SIGINT" instead of exiting 130 like the rest.
+    """
+    try:
+        main()
+    except SystemExit as stop:
+        if stop.code == 130:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.flush()
+            os._exit(130)
+        raise

@@ -1,4 +1,4 @@
 """``python -m mosesrnn.cli``."""
-from . import main
+from . import run
 
-main()
+run()

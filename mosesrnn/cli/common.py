@@ -1,6 +1,7 @@
 """What the commands share: option types, logging to stderr, and library errors as clean CLI errors."""
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 import sys
@@ -77,6 +78,20 @@ class CommandGroup(click.Group):
 
     #: (title, command names) in the order ``--help`` lists them; commands not named go under "Other".
     sections: list[tuple[str, list[str]]] = []
+    #: name -> "module:attribute" of commands imported on first use (moses_integration's commands,
+    #: whose module imports this one: importing them here eagerly would be a circular import).
+    lazy_commands: dict[str, str] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, the lazy ones included."""
+        return sorted({*self.commands, *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        """The command called ``name``, importing a lazy one the first time it is asked for."""
+        if name not in self.commands and name in self.lazy_commands:
+            module, attribute = self.lazy_commands[name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), name)
+        return self.commands.get(name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The commands under their section titles, each with its short help."""
@@ -84,8 +99,9 @@ class CommandGroup(click.Group):
         others = [name for name in self.list_commands(ctx) if name not in listed]
         limit = formatter.width - 20
         for title, names in [*self.sections, ("Other commands", others)]:
-            rows = [row for name in names if name in self.commands and not self.commands[name].hidden
-                    for row in _rows(name, self.commands[name], limit)]
+            commands = {name: self.get_command(ctx, name) for name in names}
+            rows = [row for name, command in commands.items() if command is not None and not command.hidden
+                    for row in _rows(name, command, limit)]
             if rows:
                 with formatter.section(title):
                     formatter.write_dl(rows)
