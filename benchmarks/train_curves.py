@@ -49,9 +49,9 @@ def main() -> None:
     target = args.target or min(ppl for _, ppl in curves[0])
     reference = time_to(curves[0], target)
     print(f"target: validation perplexity {target:.2f} per token")
-    for label, points in zip(labels, curves):
+    for index, (label, points) in enumerate(zip(labels, curves)):
         reached = time_to(points, target)
-        speedup = f", {reference / reached:.2f}x faster than {labels[0]}" if reached and reference else ""
+        speedup = f", {reference / reached:.2f}x faster than {labels[0]}" if index and reached and reference else ""
         print(f"{label}: " + (f"{reached:.0f} s of training{speedup}" if reached else "not reached")
               + f"; best {min(p for _, p in points):.2f} after {points[-1][0]:.0f} s")
     from matplotlib.figure import Figure

@@ -15,7 +15,7 @@ import torch
 from .. import __version__
 from ..files import atomic_file
 from ..models.model_file import CSLM as CSLM_KIND
-from ..models.model_file import FORMAT_VERSION, ModelFileError, file_digest, read_model_file
+from ..models.model_file import FORMAT_VERSION, file_digest, load_weights, read_model_file
 from ..text.codec import Codec
 from .config import CSLMConfig
 from .model import CSLM
@@ -45,12 +45,6 @@ def save_language_model(path: str, model: CSLM, codec: Codec, info: dict | None 
 def load_language_model(path: str, map_location="cpu") -> TrainedLM:
     """Load a CSLM file; raises ModelFileError if it is not one (an RNN Encoder-Decoder's file included)."""
     checkpoint = read_model_file(path, map_location, kind=CSLM_KIND)
-    with torch.device("meta"):  # skip the random initialisation; the weights are loaded below
-        model = CSLM(CSLMConfig.from_dict(checkpoint["config"]))
-    try:
-        model.load_state_dict(checkpoint["state_dict"], assign=True)
-    except RuntimeError as error:
-        raise ModelFileError(f"{path}: its weights do not fit its configuration ({str(error).splitlines()[0]})") \
-            from None
-    return TrainedLM(model.eval(), Codec.from_dict(checkpoint["text"]["target"]), checkpoint.get("info", {}),
+    model = load_weights(path, checkpoint, lambda: CSLM(CSLMConfig.from_dict(checkpoint["config"])))
+    return TrainedLM(model, Codec.from_dict(checkpoint["text"]["target"]), checkpoint.get("info", {}),
                      file_digest(path))

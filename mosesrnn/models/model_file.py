@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -157,18 +158,25 @@ def _what_it_looks_like(path: str) -> str:
     return f"text starting {text[:40]!r}"
 
 
-def load_trained_model(path: str, map_location="cpu") -> TrainedModel:
-    """Load a model file of any known format version; raises ModelFileError if it isn't one."""
-    checkpoint = read_model_file(path, map_location)
+def load_weights(path: str, checkpoint: dict, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+    """The network ``build()`` makes, holding the weights of a model file's ``checkpoint`` (eval mode);
+    raises ModelFileError if they do not fit it."""
     with torch.device("meta"):  # skip the random initialisation; the weights are loaded below
-        model = EncoderDecoder(ModelConfig.from_dict(checkpoint["config"]))
+        model = build()
     try:
         model.load_state_dict(checkpoint["state_dict"], assign=True)
     except RuntimeError as error:
         raise ModelFileError(f"{path}: its weights do not fit its configuration ({str(error).splitlines()[0]})") \
             from None
+    return model.eval()
+
+
+def load_trained_model(path: str, map_location="cpu") -> TrainedModel:
+    """Load a model file of any known format version; raises ModelFileError if it isn't one."""
+    checkpoint = read_model_file(path, map_location)
+    model = load_weights(path, checkpoint, lambda: EncoderDecoder(ModelConfig.from_dict(checkpoint["config"])))
     text = CodecPair(Codec.from_dict(checkpoint["text"]["source"]), Codec.from_dict(checkpoint["text"]["target"]))
-    return TrainedModel(model.eval(), text, check_direction(checkpoint["direction"]),
+    return TrainedModel(model, text, check_direction(checkpoint["direction"]),
                         checkpoint.get("info", {}), file_digest(path))
 
 
