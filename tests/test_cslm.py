@@ -76,13 +76,33 @@ def test_scores_follow_the_equations():
     h2 = torch.clamp(h1 @ model.hidden[1].weight.T + model.hidden[1].bias, min=0)
     expected = h2 @ model.output.weight.T + model.output.bias
     torch.testing.assert_close(model(context), expected)
-    score, log_z = model.score_and_normaliser(context, torch.tensor([12, EOS_ID]))
-    torch.testing.assert_close(score - log_z, torch.log_softmax(expected, 1)[[0, 1], [12, EOS_ID]])
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+def test_sentence_scores_sum_each_words_score_given_its_context(normalized):
+    trained = tiny_lm(order=3)
+    trained.model.output.bias.data[7] = -300.0  # a word whose raw score Moses floors at -100
+    words = trained.codec.vocabulary.itos
+    # n-best-like: hypotheses sharing their first words (so their contexts), an empty one, unknown words
+    sentences = ["je ne sais pas .", "je ne sais pas", "je ne le sais pas .", "", f"{words[5]} {words[7]} zzqx"]
+    bos = trained.codec.vocabulary.stoi[BOS]
+    expected = []
+    for text in sentences:
+        ids = [bos, bos, *trained.codec.ids(text), EOS_ID]
+        total = 0.0
+        for position in range(2, len(ids)):
+            with torch.no_grad():
+                scores = trained.model(torch.tensor([ids[position - 2:position]]))[0].double()
+            value = (scores.log_softmax(0) if normalized else scores.clamp(min=-100.0))[ids[position]]
+            total += float(value)
+        expected.append(total)
+    np.testing.assert_allclose(sentence_scores(trained, sentences, normalized=normalized, batch_size=2),
+                               expected, rtol=1e-6)
 
 
 def test_a_fresh_model_is_uniform_and_self_normalised():
     model = CSLM(CSLMConfig(1000, order=3, embed_dim=4, hidden_dims=(8,)))
-    _, log_z = model.score_and_normaliser(torch.tensor([[3, 3], [5, 9]]), torch.tensor([5, 6]))
+    log_z = model(torch.tensor([[3, 3], [5, 9]])).logsumexp(1)
     assert log_z.abs().max() < 0.05  # the output bias starts at -log V
     assert all(p.abs().max() <= 0.01 for n, p in model.named_parameters() if n.endswith("weight"))
 

@@ -58,8 +58,3 @@ class CSLM(nn.Module):
     def forward(self, context: Tensor) -> Tensor:
         """Unnormalised scores of every word after each context, shape (B, V)."""
         return self.output(self.hidden_state(context))
-
-    def score_and_normaliser(self, context: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
-        """(score of the target, log Z = log sum_w exp score(w)), each (B,): log p = score - log Z."""
-        scores = self(context)  # (B, V)
-        return scores.gather(1, targets.unsqueeze(1)).squeeze(1), scores.logsumexp(1)

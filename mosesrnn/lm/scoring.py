@@ -30,14 +30,25 @@ MOSES_FLOOR = -100.0  # Moses' FloorScore: a log-probability is never below this
 
 @torch.inference_mode()
 def _position_scores(model: CSLM, data: NgramSet, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """(score, log Z) of every position, float64 arrays (N,)."""
+    """(score, log Z) of every position, float64 arrays (N,).
+
+    Each distinct context goes through the network once (log Z and every word's score depend on the
+    context alone): the hypotheses of an n-best list share most of their contexts.
+    """
+    contexts = data.tokens[data.positions[:, None] + np.arange(1 - data.order, 0)]  # (N, n-1)
+    targets = data.tokens[data.positions].astype(np.int64)
+    distinct, which = np.unique(contexts, axis=0, return_inverse=True)
+    which = which.reshape(-1)
+    by_context = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[by_context], np.arange(0, len(distinct) + batch_size, batch_size))
     scores, log_z = np.empty(len(data)), np.empty(len(data))
     device = next(model.parameters()).device
-    for start in range(0, len(data), batch_size):
-        index = np.arange(start, min(start + batch_size, len(data)))
-        context, targets = data.batch(index, device)
-        score, normaliser = model.score_and_normaliser(context, targets)
-        scores[index], log_z[index] = score.double().cpu().numpy(), normaliser.double().cpu().numpy()
+    for batch, start in enumerate(range(0, len(distinct), batch_size)):
+        output = model(torch.from_numpy(distinct[start:start + batch_size].astype(np.int64)).to(device))  # (b, V)
+        index = by_context[bounds[batch]:bounds[batch + 1]]
+        rows = torch.from_numpy(which[index] - start).to(device)
+        scores[index] = output[rows, torch.from_numpy(targets[index]).to(device)].double().cpu().numpy()
+        log_z[index] = output.logsumexp(1)[rows].double().cpu().numpy()
     return scores, log_z
 
 
