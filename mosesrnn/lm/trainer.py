@@ -11,11 +11,10 @@ validation NLL.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -23,9 +22,7 @@ import torch
 from ..devices import resolve_device
 from ..text.codec import Codec
 from ..text.tokenizers import MosesWords
-from ..text.vocab import Vocabulary
-from ..train import distributed
-from ..train.loop import BEST, LAST, Loop, LoopSettings, Validation, load_state, seed_everything
+from ..train.loop import BEST, LAST, Loop, LoopSettings, RunConfig, Validation, begin_run
 from .config import LM_PRESETS, lm_config
 from .data import LMData, load_lm_data, unigram_perplexity
 from .model import CSLM
@@ -41,7 +38,7 @@ _FREE_ON_RESUME = {"output_dir", "max_updates", "max_time", "device", "threads",
 
 
 @dataclass
-class LMTrainConfig:
+class LMTrainConfig(RunConfig):
     """Everything a CSLM training run needs; see `mosesrnn lm train --help` for each option."""
 
     output_dir: str
@@ -73,10 +70,6 @@ class LMTrainConfig:
         if self.preset not in LM_PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; choose one of: {', '.join(LM_PRESETS)}")
 
-    def to_dict(self) -> dict:
-        """Plain, JSON-compatible values (stored in the state and the log)."""
-        return json.loads(json.dumps(asdict(self)))
-
 
 @dataclass
 class LMTrainResult:
@@ -98,12 +91,13 @@ class CSLMTask:
     unit, loss_name = "n-grams", "loss per token"
     validation_keys = ("valid_nll", "valid_ppl", "log_z_mean", "log_z_std")
 
-    def __init__(self, config: LMTrainConfig, data: LMData, resumed: bool, device: str | None = None):
+    def __init__(self, config: LMTrainConfig, data: LMData, model: CSLM | None = None, device: str | None = None):
+        """``model``: the network of the run being continued; None starts a fresh one."""
         self.config, self.data = config, data
         self.device = torch.device(device or resolve_device(config.device))
         self.codec = Codec(MosesWords(), data.vocabulary)
-        if resumed:
-            self.model = load_language_model(os.path.join(config.output_dir, LAST)).model
+        if model is not None:
+            self.model = model
         else:
             torch.manual_seed(config.seed)
             self.model = CSLM(lm_config(config.preset, len(data.vocabulary), order=config.order,
@@ -154,17 +148,12 @@ class CSLMTask:
 
 def train_lm(config: LMTrainConfig, should_stop=None) -> LMTrainResult:
     """Train (or resume) a CSLM into ``config.output_dir``; see the module docstring."""
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    ranks = distributed.ranks_from_environment()
-    device = distributed.start(ranks, resolve_device(config.device))
-    os.makedirs(config.output_dir, exist_ok=True)
-    state = load_state(config.output_dir, config.resume, config.to_dict(), _FREE_ON_RESUME)
-    if state is None:
-        seed_everything(config.seed)
+    ranks, device, state = begin_run(config, _FREE_ON_RESUME)
     started = time.monotonic()
     preset = LM_PRESETS[config.preset]
-    vocabulary = _saved_vocabulary(config) if state else None
+    # a resumed run continues its last.pt, and keeps its vocabulary (so its ids)
+    saved = load_language_model(os.path.join(config.output_dir, LAST)) if state else None
+    vocabulary = saved.codec.vocabulary if saved else None
     data = load_lm_data(config.corpus, order=config.order or preset["order"],
                         vocab_size=config.vocab_size or preset["shortlist"], valid=config.valid,
                         valid_share=config.valid_share, batch_size=config.batch_size, encoding=config.encoding,
@@ -172,7 +161,7 @@ def train_lm(config: LMTrainConfig, should_stop=None) -> LMTrainResult:
     log.info("%s: %d training and %d validation n-grams, read in %.0f s; the %d-word shortlist covers %.1f%% of "
              "the words", data.description, len(data.train), len(data.valid), time.monotonic() - started,
              len(data.vocabulary), 100 * data.coverage)
-    task = CSLMTask(config, data, state is not None, device)
+    task = CSLMTask(config, data, saved.model if saved else None, device)
     settings = LoopSettings(batch_size=config.batch_size, valid_every=config.valid_every, patience=config.patience,
                             max_updates=config.max_updates, max_time=config.max_time, clip_norm=config.clip_norm,
                             seed=config.seed, quiet=config.quiet, plot_unit="token", ranks=ranks)
@@ -190,7 +179,3 @@ def train_lm(config: LMTrainConfig, should_stop=None) -> LMTrainResult:
     return LMTrainResult(result.updates, result.stop_reason, best, task.unigram_ppl, task.model.num_parameters(),
                          result.examples_per_second, loop.path(BEST), loop.path(LAST))
 
-
-def _saved_vocabulary(config: LMTrainConfig) -> Vocabulary:
-    """The vocabulary of the run being continued (from its last.pt): a resumed run keeps its ids."""
-    return load_language_model(os.path.join(config.output_dir, LAST)).codec.vocabulary

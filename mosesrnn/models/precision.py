@@ -14,7 +14,7 @@ The one place where a model is made ready for inference at a reduced precision; 
 - ``auto``: chosen from the device and the CPU's flags (:func:`auto_dtype`), and said in the log.
 
 Measured (``benchmarks/precision_accuracy.py``, ``benchmarks/score_speed.py``; docs/performance.md):
-bf16 keeps log p within 0.03 nats of fp32 on a trained model; int8 is 1.3-1.7x faster than fp32
+on a trained model bf16 moves log p by 0.06 nats on average; int8 is 1.15-1.47x faster than fp32
 on an AVX2 CPU but moves log p by 0.3 nats on average, so ``auto`` never picks it.
 """
 from __future__ import annotations
@@ -51,9 +51,9 @@ def cpu_flags() -> set[str]:
 def auto_dtype(device: str, flags: set[str] | None = None) -> tuple[str, str]:
     """The dtype ``auto`` means on ``device``, and why.
 
-    A GPU, or a CPU with AMX or AVX512-BF16: bf16 (native bf16 matmuls; mean |delta log p| 0.025 nats
-    on a trained model). Any other CPU: fp32. int8 is never chosen: it is 1.3-1.7x faster than fp32
-    on AVX2, but moves log p by 0.31 nats on average on a trained model (docs/performance.md), six
+    A GPU, or a CPU with AMX or AVX512-BF16: bf16 (native bf16 matmuls; mean |delta log p| 0.06 nats
+    on a trained model). Any other CPU: fp32. int8 is never chosen: it is 1.15-1.47x faster than fp32
+    on AVX2, but moves log p by 0.3 nats on average on a trained model (docs/performance.md), six
     times the 0.05 nats a score column may move.
     """
     if device.startswith("cuda"):

@@ -15,6 +15,7 @@ N/2 + resume + N/2 give the same weights. ``train.jsonl`` gets one record per va
 """
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -24,20 +25,22 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Callable, Protocol
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..devices import resolve_device
 from ..files import atomic_file
+from . import distributed
 from .data import Shuffler
 from .distributed import Ranks, any_rank, broadcast, same_data
 from .log import TrainLog
 
-__all__ = ["Task", "Validation", "LoopSettings", "LoopResult", "Loop", "STATE", "BEST", "LAST", "load_state",
-           "seed_everything"]
+__all__ = ["RunConfig", "begin_run", "Task", "Validation", "LoopSettings", "LoopResult", "Loop", "STATE", "BEST",
+           "LAST", "load_state", "seed_everything"]
 
 log = logging.getLogger("mosesrnn")
 
@@ -119,6 +122,30 @@ class LoopResult:
     best: Validation | None
     examples_per_second: float
     resumed: bool
+
+
+class RunConfig:
+    """What the configs of training runs share (each is a dataclass): their plain form."""
+
+    def to_dict(self) -> dict:
+        """Plain, JSON-compatible values (stored in the state and the log)."""
+        return json.loads(json.dumps(asdict(self)))
+
+
+def begin_run(config, free: set[str]) -> tuple[Ranks, str, dict | None]:
+    """Start a training run of ``config`` (a :class:`RunConfig` with ``output_dir``, ``resume``, ``device``,
+    ``threads`` and ``seed``): torch's threads, this process' rank and device (joining a torchrun run),
+    the output folder, and the saved state to continue (None: a fresh run, seeded).
+    Returns ``(ranks, device, state)``."""
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    ranks = distributed.ranks_from_environment()
+    device = distributed.start(ranks, resolve_device(config.device))
+    os.makedirs(config.output_dir, exist_ok=True)
+    state = load_state(config.output_dir, config.resume, config.to_dict(), free)
+    if state is None:
+        seed_everything(config.seed)
+    return ranks, device, state
 
 
 def seed_everything(seed: int) -> None:

@@ -12,14 +12,13 @@ itself — minibatches, validation, ``best.pt``/``last.pt``, exact resume, signa
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -32,9 +31,8 @@ from ..models.config import EOS_ID, PAD_ID, model_config, preset_shortlist
 from ..models.encdec import EncoderDecoder, build_model
 from ..models.model_file import load_trained_model, save_trained_model
 from ..text.subwords import load_vocab_dir, save_vocab_dir
-from . import distributed
 from .data import PairSet, TrainingData, load_corpus, load_table
-from .loop import BEST, LAST, Loop, LoopSettings, Validation, load_state, seed_everything
+from .loop import BEST, LAST, Loop, LoopSettings, RunConfig, Validation, begin_run
 
 __all__ = ["TrainConfig", "TrainResult", "EncoderDecoderTask", "OPTIMIZERS", "RECIPES", "train", "evaluate",
            "unigram_perplexity", "word_perplexity", "LOSS_DEFINITION"]
@@ -55,7 +53,7 @@ _FREE_ON_RESUME = {"output_dir", "vocab_dir", "max_updates", "max_time", "device
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(RunConfig):
     """Everything a training run needs; see `mosesrnn train --help` for each option."""
 
     output_dir: str
@@ -98,10 +96,6 @@ class TrainConfig:
             raise ValueError(f"clip_norm must be positive, got {self.clip_norm}")
         if self.optimizer is not None and self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
-
-    def to_dict(self) -> dict:
-        """Plain, JSON-compatible values (stored in the state and the log)."""
-        return json.loads(json.dumps(asdict(self)))
 
 
 @dataclass
@@ -270,15 +264,8 @@ def train(config: TrainConfig, should_stop=None) -> TrainResult:
     ``should_stop(updates)`` is asked before every update; True stops the run as an interrupt
     would. Raises ValueError, FileNotFoundError or PhraseTableError for bad input.
     """
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    ranks = distributed.ranks_from_environment()
-    device = distributed.start(ranks, resolve_device(config.device))
-    os.makedirs(config.output_dir, exist_ok=True)
-    state = load_state(config.output_dir, config.resume, config.to_dict(), _FREE_ON_RESUME)
-    if state is None:
-        seed_everything(config.seed)
-    else:
+    ranks, device, state = begin_run(config, _FREE_ON_RESUME)
+    if state is not None:
         _check_vocab_dir(config)
     loading = time.monotonic()
     data = _load_data(config, state is not None, ranks.main)
