@@ -16,8 +16,8 @@ import time
 import sacrebleu
 import torch
 
-from mosesrnn.generate import Searcher
-from mosesrnn.models.model_file import load_trained_model
+from mosesrnn.encdec.generate import Searcher
+from mosesrnn.encdec.model_file import load_trained_model
 
 
 def read(path: str) -> list[str]:

@@ -22,12 +22,12 @@ import time
 import numpy as np
 import torch
 
+from mosesrnn.encdec import task as trainer
+from mosesrnn.encdec.config import ENCODER_KINDS
+from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.task import TrainConfig
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
-from mosesrnn.models.config import ENCODER_KINDS
-from mosesrnn.models.model_file import load_trained_model
-from mosesrnn.train import trainer
-from mosesrnn.train.trainer import TrainConfig
 
 DEFAULT_TABLE = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "tatoeba-moses-en-fr",
                              "phrase-table.gz")

@@ -1,7 +1,7 @@
 """Reading and writing a gzipped phrase table: Python's gzip module vs python-isal.
 
 Prints lines/s for each way of decompressing (and compressing) the same table, so the choice
-of python-isal in mosesrnn.formats.compressed stays a measured one.
+of python-isal in mosesrnn.io.compressed stays a measured one.
 
     python benchmarks/io_speed.py [TABLE.gz] [--lines N]
 """

@@ -18,7 +18,7 @@ import numpy as np
 from mosesrnn.tuning.bleu import BleuStatistics
 from mosesrnn.tuning.mert import MertOptions, mert
 from mosesrnn.tuning.problem import TuningProblem, load_nbest
-from mosesrnn.tuning.tune import initial_weights, read_references
+from mosesrnn.tuning.tune import read_references, starting_weights
 
 TATOEBA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "tatoeba-moses-en-fr"
 #: In decoding order: the initial weights are those of the last list.
@@ -45,7 +45,7 @@ def main() -> None:
     problem = load_nbest(lists, bleu)
     half = problem.num_sentences // 2
     tune, test = problem.subset(range(half)), problem.subset(range(half, problem.num_sentences))
-    initial, source = initial_weights(problem, args.init)
+    initial, source = starting_weights(problem, args.init)
     print(f"{bleu.signature}; tune: sentences 1-{half}, test: {half + 1}-{problem.num_sentences}; lists: {lists}; "
           f"initial weights: {source}")
     print(f"before: tune {one_best_bleu(tune, bleu, initial):.2f}, test {one_best_bleu(test, bleu, initial):.2f}")

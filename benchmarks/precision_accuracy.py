@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mosesrnn.encdec.model_file import load_trained_model
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
-from mosesrnn.models.model_file import load_trained_model
 
 TABLE = str(Path(__file__).resolve().parents[2] / "shared/data/tatoeba-moses-en-fr/phrase-table.gz")
 

@@ -26,13 +26,14 @@ from pathlib import Path
 
 import torch
 
+from mosesrnn.encdec.config import model_config, preset_shortlist
+from mosesrnn.encdec.model import build_model
+from mosesrnn.encdec.model_file import TrainedModel, save_trained_model
 from mosesrnn.features.rnn import RNNFeature
-from mosesrnn.formats.compressed import count_lines
 from mosesrnn.formats.phrase_table import read_entries
-from mosesrnn.models.config import model_config, preset_shortlist
-from mosesrnn.models.encdec import build_model
-from mosesrnn.models.model_file import TrainedModel, save_trained_model
-from mosesrnn.models.precision import auto_dtype, cpu_flags
+from mosesrnn.io.compressed import count_lines
+from mosesrnn.runtime.cpu import cpu_flags
+from mosesrnn.runtime.precision import auto_dtype
 from mosesrnn.text.codec import Codec, CodecPair
 from mosesrnn.text.tokenizers import MosesWords, words
 from mosesrnn.text.vocab import Vocabulary, build_vocabularies

@@ -56,7 +56,7 @@ def main() -> None:
               + f"; best {min(p for _, p in points):.2f} after {points[-1][0]:.0f} s")
     from matplotlib.figure import Figure
 
-    from mosesrnn.plots import save_png
+    from mosesrnn.io.figures import save_png
     figure = Figure(figsize=(7, 4.5))
     axes = figure.subplots()
     for label, points in zip(labels, curves):

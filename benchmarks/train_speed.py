@@ -22,9 +22,10 @@ import time
 import numpy as np
 import torch
 
-from mosesrnn.models.config import PRESETS, model_config
-from mosesrnn.models.encdec import EncoderDecoder, build_model
-from mosesrnn.train.data import Shuffler, load_table
+from mosesrnn.encdec.config import PRESETS, model_config
+from mosesrnn.encdec.data import load_table
+from mosesrnn.encdec.model import EncoderDecoder, build_model
+from mosesrnn.train.shuffler import Shuffler
 
 
 def matmul_flops(dtype: torch.dtype, size: int = 1024, repeats: int = 30, budget: float = 5.0) -> float:

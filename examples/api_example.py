@@ -34,8 +34,8 @@ def main(model_path: str) -> None:
     # the whole table, as `mosesrnn score` writes it
     with tempfile.TemporaryDirectory() as folder:
         output = str(Path(folder) / "scored.gz")
-        summary = mosesrnn.score_table(str(EXAMPLES / "phrase-table.gz"), output, model=model_path,
-                                       features="rnn,unk", device="cpu")
+        features = mosesrnn.FeatureOptions(model=model_path, features="rnn,unk", device="cpu")
+        summary = mosesrnn.score_table(str(EXAMPLES / "phrase-table.gz"), output, features)
         print(f"scored {summary.lines} lines ({summary.lines_per_second:.0f} lines/s): {summary.signature}")
 
 

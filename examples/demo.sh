@@ -23,6 +23,7 @@ python -c "import gzip,sys; [sys.stdout.write(l) for _, l in zip(range(3), gzip.
 
 echo "== 4. moses.ini: point TranslationModel0 at the scored table, two more features and weights"
 echo "   (every path absolute, as mert-moses.pl needs: it decodes inside its working directory)"
+mosesrnn moses-ini examples/moses.ini --absolute-paths --relative-to examples -o "$OUT/moses.abs.ini"
 mosesrnn moses-ini examples/moses.ini --table "$PWD/$OUT/phrase-table.rnn.gz" --absolute-paths \
     --relative-to examples -o "$OUT/moses.rnn.ini"
 diff examples/moses.ini "$OUT/moses.rnn.ini" || true
@@ -31,9 +32,12 @@ echo "== 5. the Moses commands that come next (Moses is not needed for this demo
 echo "   with its language model and reordering table, they run as printed)"
 mosesrnn binarize "$PWD/$OUT/phrase-table.rnn.gz" --format compact --dry-run
 echo "   BLEU: the text is tokenised and lowercased already (Moses' tokenizer), so --tokenize none"
-mosesrnn mert-moses "$PWD/examples/dev.tok.en" "$PWD/examples/dev.tok.fr" "$PWD/$OUT/moses.rnn.ini" \
-    --work-dir "$PWD/$OUT/tune" --runs 3 --test-src "$PWD/examples/test.tok.en" \
-    --test-ref "$PWD/examples/test.tok.fr" --tokenize none --dry-run
+echo "   tune: Moses' MERT three times for the system and the baseline, the system's 100-best lists"
+echo "   rescored with the unknown-word count, and the report with its significance (README's Table 1 route)"
+mosesrnn tune "$PWD/examples/dev.tok.en" "$PWD/examples/dev.tok.fr" "$PWD/$OUT/moses.rnn.ini" \
+    --baseline "$PWD/$OUT/moses.abs.ini" --test-src "$PWD/examples/test.tok.en" \
+    --test-ref "$PWD/examples/test.tok.fr" --runs 3 --rescore unk -m "$PWD/$OUT/model/best.pt" \
+    --work-dir "$PWD/$OUT/tune" --dry-run
 
 echo "== 6. the same from Python: examples/api_example.py"
 python examples/api_example.py "$OUT/model/best.pt"

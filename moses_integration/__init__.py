@@ -1,16 +1,17 @@
 """Using mosesrnn's feature columns in Moses: moses.ini rewriting, binarization, re-tuning.
 
-The only code of mosesrnn that calls Moses. ``cli`` holds the click commands ``moses-ini``,
-``binarize``, ``mert-moses`` and ``mert-report``; the modules below it are plain libraries.
+The only code of mosesrnn that calls Moses, and a library: it knows nothing of the command line
+(the commands ``moses-ini``, ``binarize``, ``mert-moses``, ``mert-report`` and ``tune`` live in
+:mod:`mosesrnn.cli.moses` and call it). The moses.ini format itself is :mod:`mosesrnn.formats.moses_ini`.
 """
 from .binarize import binarize_table
-from .ini_paths import write_absolute_paths
-from .mert import MertOptions, tune
+from .ini_paths import absolute_paths
+from .mert_moses import MertSettings, find_tools
 from .mert_report import apply_iteration, read_tuning
-from .moses_ini import MosesIniError, read_weights, replace_weights, update_moses_ini
+from .moses_ini import update_moses_ini
+from .new_columns import DEFAULT_WEIGHTS, new_column_weights
+from .route import RoutePlan, run_route
 from .tools import MosesToolError
-from .weights import DEFAULT_WEIGHTS, initial_weights
 
-__all__ = ["DEFAULT_WEIGHTS", "MosesIniError", "MosesToolError", "MertOptions", "apply_iteration",
-           "binarize_table", "initial_weights", "read_tuning", "read_weights", "replace_weights", "tune",
-           "update_moses_ini", "write_absolute_paths"]
+__all__ = ["DEFAULT_WEIGHTS", "MosesToolError", "MertSettings", "RoutePlan", "absolute_paths", "apply_iteration",
+           "binarize_table", "find_tools", "new_column_weights", "read_tuning", "run_route", "update_moses_ini"]

@@ -28,8 +28,8 @@ import os
 import shutil
 from dataclasses import dataclass
 
-from mosesrnn.formats.compressed import atomic_output
 from mosesrnn.formats.phrase_table import PhraseEntry, PhraseTableError, format_line, read_entries
+from mosesrnn.io.compressed import atomic_output
 
 from .tools import MosesToolError, find_program, missing_program_error, run_command
 

@@ -17,12 +17,10 @@ import os
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from mosesrnn.files import atomic_file
-
-from .ini_text import IniLine, parse_ini, read_ini_text, replace_tokens, split_comment
+from mosesrnn.formats.moses_ini import IniLine, parse_ini, replace_tokens, split_comment
 
 __all__ = ["LEGACY_PATH_FIELDS", "IniPath", "PathChange", "file_paths", "is_relative", "check_no_space",
-           "absolute_paths", "write_absolute_paths"]
+           "absolute_paths"]
 
 #: Legacy sections naming a file on each line, and the index of the path among the line's fields.
 LEGACY_PATH_FIELDS = {"ttable-file": 4, "lmodel-file": 3, "distortion-file": 3, "generation-file": 3}
@@ -104,14 +102,3 @@ def absolute_paths(text: str, base: str | None = None) -> tuple[str, list[PathCh
         content, comment, ending = split_comment(line.raw)
         lines[line.number - 1] = replace_tokens(content, replacements) + comment + ending
     return "".join(lines), changes
-
-
-def write_absolute_paths(ini: str, output: str, base: str | None = None) -> list[PathChange]:
-    """Write ``output``: ``ini`` with every relative path made absolute (see :func:`absolute_paths`).
-
-    The output appears atomically.
-    """
-    text, changes = absolute_paths(read_ini_text(ini), base)
-    with atomic_file(output) as stream:
-        stream.write(text.encode("utf-8"))
-    return changes

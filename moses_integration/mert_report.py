@@ -22,15 +22,14 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import Sequence
 
-from mosesrnn.files import atomic_file
+from mosesrnn.formats.moses_ini import MosesIniError, read_ini_text, read_weights, replace_weights
+from mosesrnn.io.compressed import atomic_output, read_bytes
+from mosesrnn.tuning.bleu import file_bleu
 
-from .ini_text import read_ini_text
-from .mert import corpus_bleu, format_weights
-from .moses_ini import MosesIniError, read_weights, replace_weights
-
-__all__ = ["Iteration", "Tuning", "tuning_dirs", "read_tuning", "choose_iteration", "format_tuning",
-           "apply_iteration"]
+__all__ = ["Iteration", "Tuning", "tuning_dirs", "read_tuning", "choose_iteration", "weights_table",
+           "format_tuning", "apply_iteration"]
 
 _RUN_INI = re.compile(r"^run(\d+)\.moses\.ini$")
 _LOGGED_BLEU = (re.compile(r"Best point:\s*[\s\d.eE+\-]+?\s*=> ([\-\d.]+)"),  # mert
@@ -83,8 +82,7 @@ def tuning_dirs(work_dir: str) -> list[str]:
 
 def _logged_bleu(log: str) -> float | None:
     try:
-        with open(log, encoding="utf-8", errors="replace") as stream:
-            text = stream.read()
+        text = read_bytes(log).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return None
     for pattern in _LOGGED_BLEU:
@@ -98,7 +96,7 @@ def _decoded_bleu(hypothesis: str, dev_ref: str | None, tokenize: str) -> float 
     if dev_ref is None or not os.path.isfile(hypothesis):
         return None
     try:
-        return corpus_bleu(hypothesis, dev_ref, tokenize)[0]
+        return file_bleu(hypothesis, dev_ref, tokenize)[0]
     except ValueError:  # decoding was stopped part way: fewer lines than the reference
         return None
 
@@ -134,6 +132,26 @@ def choose_iteration(tuning: Tuning, which: str) -> Iteration:
     return numbers[int(which)]
 
 
+def weights_table(tuned: dict[str, dict[str, tuple[float, ...]]], extra_rows: Sequence[Sequence[str]] = ()) -> str:
+    """A table of tuned weights, one row per weight (``Name`` or ``Name[i]``), one column per run or
+    iteration; ``extra_rows`` (a label and one cell per column, e.g. BLEU) go at the bottom."""
+    runs = list(tuned)
+    names = list(dict.fromkeys(name for weights in tuned.values() for name in weights))
+    rows = [["weight", *runs]]
+    for name in names:
+        size = max(len(weights.get(name, ())) for weights in tuned.values())
+        for i in range(size):
+            label = f"{name}[{i}]" if size > 1 else name
+            rows.append([label, *(_cell(tuned[run].get(name, ()), i) for run in runs)])
+    rows += [list(row) for row in extra_rows]
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def _cell(values: tuple[float, ...], i: int) -> str:
+    return f"{values[i]:.6g}" if i < len(values) else "-"
+
+
 def _bleu_cells(values) -> list[str]:
     return [f"{v:.2f}" if v is not None else "-" for v in values]
 
@@ -145,7 +163,7 @@ def format_tuning(tuning: Tuning) -> str:
     rows = [["dev BLEU, optimiser's estimate", *_bleu_cells(it.estimated_bleu for it in tuning.iterations)]]
     if any(it.dev_bleu is not None for it in tuning.iterations):
         rows.append(["dev BLEU of runK.out", *_bleu_cells(it.dev_bleu for it in tuning.iterations)])
-    table = format_weights({f"iter{it.number}": it.weights for it in tuning.iterations}, rows)
+    table = weights_table({f"iter{it.number}": it.weights for it in tuning.iterations}, rows)
     lines = [f"{tuning.path}: {count} iteration{'s' if count != 1 else ''}, {state}", table]
     try:
         best = choose_iteration(tuning, "best")
@@ -158,12 +176,12 @@ def format_tuning(tuning: Tuning) -> str:
 def apply_iteration(iteration: Iteration, full_ini: str, output: str) -> None:
     """Write ``output``: the full (unfiltered) ``full_ini`` with ``iteration``'s weights.
 
-    Only the ``[weight]`` lines change (see :func:`~moses_integration.moses_ini.replace_weights`);
+    Only the ``[weight]`` lines change (see :func:`~mosesrnn.formats.moses_ini.replace_weights`);
     the output appears atomically. Raises MosesIniError if the iteration's ini holds no weights.
     """
     if not iteration.weights:
         raise MosesIniError(iteration.ini, None, f"no [weight] lines: iteration {iteration.number} has no weights "
                                                  "to apply")
     text = replace_weights(read_ini_text(full_ini), iteration.weights, full_ini)
-    with atomic_file(output) as stream:
+    with atomic_output(output) as stream:
         stream.write(text.encode("utf-8"))

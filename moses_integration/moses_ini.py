@@ -24,12 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from mosesrnn.files import atomic_file
-from mosesrnn.formats.phrase_table import count_scores
-
-from .binarize import BINARY_FORMATS, moses_table_path
-from .ini_paths import PathChange, absolute_paths, check_no_space
-from .ini_text import (
+from mosesrnn.formats.moses_ini import (
     IniLine,
     MosesIniError,
     parse_ini,
@@ -38,10 +33,14 @@ from .ini_text import (
     section_values,
     split_comment,
 )
-from .weights import initial_weights, scored_columns
+from mosesrnn.formats.phrase_table import count_scores
+from mosesrnn.io.compressed import atomic_output
 
-__all__ = ["MosesIniError", "IniLine", "PhraseTable", "IniUpdate", "parse_ini", "phrase_tables",
-           "read_weights", "replace_weights", "rewrite_ini", "update_moses_ini"]
+from .binarize import BINARY_FORMATS, moses_table_path
+from .ini_paths import PathChange, absolute_paths, check_no_space
+from .new_columns import new_column_weights, scored_columns
+
+__all__ = ["PhraseTable", "IniUpdate", "phrase_tables", "rewrite_ini", "updated_ini", "update_moses_ini"]
 
 SUPPORTED_TYPES = ("PhraseDictionaryMemory", "PhraseDictionaryCompact", "PhraseDictionaryOnDisk")
 WHY_UNSUPPORTED = {
@@ -56,7 +55,6 @@ LEGACY_TYPES = {0: "PhraseDictionaryMemory", 1: "PhraseDictionaryBinary", 2: "Ph
                 14: "PhraseDictionaryDynSuffixArray", 15: "PhraseDictionaryDynamicCacheBased"}
 # Moses' SearchAlgorithm values for phrase-based decoding: 0 stack, 1 cube pruning, 4 batched stack.
 PHRASE_BASED_SEARCH = ("0", "1", "4")
-_WEIGHT_LINE = re.compile(r"^(\S+)= (.+)$")  # what mert-moses.pl accepts
 
 
 @dataclass(frozen=True)
@@ -140,62 +138,6 @@ def _legacy_tables(lines: Sequence[IniLine], path: str) -> list[PhraseTable]:
 def phrase_tables(lines: Sequence[IniLine], path: str = "moses.ini") -> list[PhraseTable]:
     """All phrase tables declared in ``[feature]`` and (legacy) ``[ttable-file]``, in order."""
     return _current_tables(lines, path) + _legacy_tables(lines, path)
-
-
-def read_weights(path: str) -> dict[str, tuple[float, ...]]:
-    """The dense weights of a moses.ini (e.g. one tuned by mert-moses.pl), by feature name.
-
-    Reads the ``[weight]`` lines ``Name= v1 v2 ...``; as in Moses, a later line for the same
-    name replaces an earlier one.
-    """
-    lines = parse_ini(read_ini_text(path))
-    weights = {}
-    for line in section_values(lines, "weight"):
-        match = _WEIGHT_LINE.match(line.value)
-        if not match:
-            raise MosesIniError(path, line.number, f"weight line {line.value!r} is not 'Name= v1 v2 ...'")
-        try:
-            weights[match.group(1)] = tuple(float(v) for v in match.group(2).split())
-        except ValueError:
-            raise MosesIniError(path, line.number, f"weight line {line.value!r} has a non-number") from None
-    return weights
-
-
-def replace_weights(text: str, weights: dict[str, Sequence[float]], path: str = "moses.ini") -> str:
-    """Give the features of ``weights`` these values in the ``[weight]`` section of a moses.ini's ``text``.
-
-    Each feature's ``Name= ...`` line is rewritten (every one, if repeated; not if its values are
-    the same) and must hold as many values; a feature without a line gets one after the section's
-    last line. Every other byte stays.
-    Pure; raises :class:`MosesIniError` for a file without a ``[weight]`` section or a count mismatch.
-    """
-    ini = parse_ini(text)
-    lines = [line.raw for line in ini]
-    section = [line for line in ini if line.section == "weight"]
-    if not section:
-        raise MosesIniError(path, None, "no [weight] section (a legacy-format ini? convert it first)")
-    done = set()
-    for line in section_values(ini, "weight"):
-        match = _WEIGHT_LINE.match(line.value)
-        if not match or match.group(1) not in weights:
-            continue
-        name, values, old = match.group(1), tuple(weights[match.group(1)]), match.group(2).split()
-        if len(old) != len(values):
-            raise MosesIniError(path, line.number, f"{name} has {len(old)} weights here but {len(values)} are "
-                                "given: not the same system")
-        done.add(name)
-        if [float(v) for v in old] != [float(v) for v in values]:  # an unchanged line keeps its spelling
-            _, comment, ending = split_comment(line.raw)
-            lines[line.number - 1] = f"{_weight_text(name, values)}{' ' + comment if comment else ''}{ending}"
-    last = (section_values(ini, "weight") or section)[-1]
-    ending = split_comment(last.raw)[2]
-    added = "".join(_weight_text(name, weights[name]) + "\n" for name in weights if name not in done)
-    lines[last.number - 1] += ("" if ending or not added else "\n") + added
-    return "".join(lines)
-
-
-def _weight_text(name: str, values: Sequence[float]) -> str:
-    return f"{name}= {' '.join(repr(float(v)) for v in values)}"
 
 
 def _select(tables: Sequence[PhraseTable], feature: str | None, path: str) -> PhraseTable:
@@ -328,26 +270,25 @@ def rewrite_ini(text: str, weights: Sequence[float], table: str, feature: str | 
                      chosen.num_features + len(weights), weights, table_path, "".join(lines))
 
 
-def update_moses_ini(ini_path: str, table: str, output: str, add: int | None = None,
-                     features: Sequence[str] | None = None, weights: Sequence[float] | None = None,
-                     feature: str | None = None, binary: str | None = None,
-                     absolute_to: str | None = None) -> IniUpdate:
-    """Write ``output``: ``ini_path`` pointed at the scored ``table`` and its new columns.
+def updated_ini(ini_path: str, table: str, add: int | None = None, features: Sequence[str] | None = None,
+                weights: Sequence[float] | None = None, feature: str | None = None, binary: str | None = None,
+                absolute_to: str | None = None) -> IniUpdate:
+    """``ini_path`` pointed at the scored ``table`` and its new columns: the :class:`IniUpdate`, text included.
 
-    The new columns and their initial weights come from :func:`initial_weights`; without
-    ``features`` and ``weights``, the column names are taken from the table's ``TABLE.json``
-    (see :func:`scored_columns`) when it has one. See :func:`rewrite_ini` for what changes.
+    The new columns and their initial weights come from :func:`new_column_weights`; without
+    ``features`` and ``weights``, the column names are taken from the table's sidecar (see
+    :func:`scored_columns`) when it has one. See :func:`rewrite_ini` for what changes.
     Given ``absolute_to``, ``table`` and ``binary`` are written as absolute paths (resolved
     against the current directory, where they were given), then every other relative path of
     the ini is made absolute against the directory ``absolute_to`` (see
     :func:`~moses_integration.ini_paths.absolute_paths`).
-    Refuses a table whose first line does not have exactly the new num-features scores. The
-    output appears atomically; the input is never overwritten. Raises ValueError (its subclass
-    :class:`MosesIniError` for the files), PhraseTableError and OSError.
+    Refuses a table whose first line does not have exactly the new num-features scores. Raises
+    ValueError (its subclass :class:`~mosesrnn.formats.moses_ini.MosesIniError` for the files),
+    PhraseTableError and OSError.
     """
     if features is None and weights is None:
         features = scored_columns(table)
-    weights = initial_weights(add, features, weights)
+    weights = new_column_weights(add, features, weights)
     if absolute_to is not None:
         table, binary = os.path.abspath(table), binary and os.path.abspath(binary)
     for path in filter(None, (table, binary)):
@@ -361,6 +302,15 @@ def update_moses_ini(ini_path: str, table: str, output: str, add: int | None = N
         raise MosesIniError(table, 1, f"{columns} score columns, but {update.feature} "
                             f"({ini_path}:{update.feature_line}) would have num-features="
                             f"{update.old_num_features}+{len(update.weights)}={update.new_num_features}")
-    with atomic_file(output) as stream:
+    return update
+
+
+def update_moses_ini(ini_path: str, table: str, output: str, add: int | None = None,
+                     features: Sequence[str] | None = None, weights: Sequence[float] | None = None,
+                     feature: str | None = None, binary: str | None = None,
+                     absolute_to: str | None = None) -> IniUpdate:
+    """Write ``output`` (``-``: stdout): :func:`updated_ini` of the arguments, whole or not at all."""
+    update = updated_ini(ini_path, table, add, features, weights, feature, binary, absolute_to)
+    with atomic_output(output) as stream:
         stream.write(update.text.encode("utf-8"))
     return update

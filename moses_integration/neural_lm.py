@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from mosesrnn.files import atomic_file
+from mosesrnn.formats.moses_ini import MosesIniError, parse_ini, section_values, split_comment
+from mosesrnn.io.compressed import read_head
 
 from .ini_paths import check_no_space
-from .ini_text import MosesIniError, parse_ini, read_ini_text, section_values, split_comment
 
-__all__ = ["NEURAL_LM_NAME", "NeuralLMLine", "nplm_order", "add_neural_lm", "write_with_neural_lm"]
+__all__ = ["NEURAL_LM_NAME", "NeuralLMLine", "nplm_order", "add_neural_lm", "with_neural_lm"]
 
 NEURAL_LM_NAME = "NeuralLM0"  # the name Moses gives the first unnamed NeuralLM
 
@@ -37,11 +37,10 @@ def nplm_order(path: str) -> int:
     Raises ValueError for a file that is not an NPLM text file, a mosesrnn model file naming the command
     that exports one.
     """
-    with open(path, "rb") as stream:
-        head = stream.read(4096)
+    head = read_head(path, 4096)
     if head.startswith(b"PK\x03\x04"):
         raise ValueError(f"{path} is a mosesrnn model file (PyTorch); Moses' NeuralLM reads NPLM's text format: "
-                         f"write it with `mosesrnn lm export {path} -o MODEL.nplm`")
+                         f"write it with `mosesrnn lm export -m {path} -o MODEL.nplm`")
     lines = head.decode("utf-8", errors="replace").splitlines()
     if not lines or lines[0] != "\\config":
         raise ValueError(f"{path} is not an NPLM model file (it does not start with \\config): write one with "
@@ -78,12 +77,10 @@ def add_neural_lm(text: str, nplm_path: str, order: int, weight: float, path: st
     return "".join(lines), NeuralLMLine(name, order, nplm_path, weight)
 
 
-def write_with_neural_lm(ini: str, output: str, nplm_path: str, weight: float, absolute: bool) -> NeuralLMLine:
-    """Write ``output``: ``ini`` with a NeuralLM feature (``absolute``: its path made absolute)."""
+def with_neural_lm(text: str, ini: str, nplm_path: str, weight: float, absolute: bool) -> tuple[str, NeuralLMLine]:
+    """The moses.ini ``text`` (read from ``ini``) with a NeuralLM feature reading the NPLM file ``nplm_path``,
+    its order read from the file (``absolute``: its path made absolute)."""
     order = nplm_order(nplm_path)
     written = os.path.abspath(nplm_path) if absolute else nplm_path
     check_no_space(written)
-    text, line = add_neural_lm(read_ini_text(ini), written, order, weight, ini)
-    with atomic_file(output) as stream:
-        stream.write(text.encode("utf-8"))
-    return line
+    return add_neural_lm(text, written, order, weight, ini)

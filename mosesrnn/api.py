@@ -1,19 +1,22 @@
 """mosesrnn as a library: load a model file and score, translate or sample; run the streaming jobs.
 
     import mosesrnn
+    from mosesrnn import FeatureOptions
 
     model = mosesrnn.load("model/best.pt")
-    model.log_prob(["the house"], ["la maison"])          # [-2.31]: log p(target | source), EOS included
-    model.translate(["the house"])[0].text                # 'la maison' (beam search, beam 10)
-    mosesrnn.score_table("phrase-table.gz", "scored.gz", model="model/best.pt")
-    mosesrnn.score_nbest("dev.100best", "dev.tok.en", "dev.100best.rnn", model="sent-model/best.pt")
+    model.log_prob(["the house"], ["la maison"])          # log p(target | source), EOS included
+    model.translate(["the house"])[0].text                # beam search, beam 10
+    mosesrnn.score_table("phrase-table.gz", "scored.gz", FeatureOptions(model="model/best.pt"))
+    mosesrnn.score_nbest("dev.100best", "dev.tok.en", "dev.100best.rnn", FeatureOptions(model="sent/best.pt"))
 
 The numbers are those of the command line: :meth:`Model.log_prob` computes the ``rnn`` column of
 ``mosesrnn score`` (the same batching, the same model code), and the jobs are the commands'
-own, with the same care for files (:class:`~mosesrnn.job.Job`: outputs written whole or not at
-all, never over an input, locked while written). Errors are exceptions: ValueError (and its
-kinds: :class:`~mosesrnn.formats.errors.FileLineError`, :class:`~mosesrnn.models.model_file.ModelFileError`,
-:class:`~mosesrnn.locks.LockedError`), OSError, and :class:`~mosesrnn.job.Interrupted`.
+own, taking the same :class:`~mosesrnn.features.options.FeatureOptions` the commands build, with
+the same care for files (each runs in a :class:`~mosesrnn.io.job.Job` declared by its arguments:
+outputs written whole or not at all, never over an input, locked while written). Errors are
+exceptions: ValueError (and its kinds: :class:`~mosesrnn.formats.errors.FileLineError`,
+:class:`~mosesrnn.io.model_store.ModelFileError`, :class:`~mosesrnn.io.locks.LockedError`),
+OSError, and :class:`~mosesrnn.io.job.Interrupted`.
 """
 from __future__ import annotations
 
@@ -21,13 +24,23 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from .features.registry import FeatureOptions
-from .features.selection import select_features
-from .job import Job
+from .features.options import FeatureOptions
+from .io.job import declares
+from .io.roles import ENCODER_DECODER, input_file, model_file, output_file
 
-__all__ = ["Model", "load", "score_table", "score_nbest"]
+__all__ = ["Model", "FeatureOptions", "load", "score_table", "score_nbest", "prune_table"]
 
 log = logging.getLogger("mosesrnn")
+
+#: What ``score_table`` writes beside its output: the sidecar, and while it runs the resumable part.
+SCORED_TABLE = output_file(".json", ".part", ".progress.json")
+
+
+def _texts(values: Sequence[str], what: str) -> list[str]:
+    """``values`` as a list of texts; a single string is refused (it would be read as its characters)."""
+    if isinstance(values, str):
+        raise TypeError(f"{what} must be a list of texts, not one string: [{values[:40]!r}]")
+    return list(values)
 
 
 @dataclass(frozen=True)
@@ -44,10 +57,10 @@ class Model:
     """
 
     def __init__(self, trained, device: str, dtype: str = "fp32", batch_size: int = 32):
-        from .generate import Searcher
+        from .encdec.generate import Searcher
         self._searcher = Searcher(trained, device=device, batch_size=batch_size, dtype=dtype)
         self.trained, self.device, self.dtype = trained, device, self._searcher.precision.name
-        self._features: dict = {}
+        self._scorers: dict = {}
 
     @property
     def direction(self) -> str:
@@ -64,20 +77,35 @@ class Model:
         """log p(target | source) of each pair in natural log, EOS included (per predicted token with
         ``length_normalize``); for a ``target-to-source`` model p(source | target). The values of
         ``mosesrnn score``'s rnn column (before its ``e^v``)."""
-        from .features.rnn import RNNFeature
+        sources, targets = _texts(sources, "sources"), _texts(targets, "targets")
         if len(sources) != len(targets):
             raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+        return self._scorer(batch_tokens, length_normalize).log_probs(
+            [_Pair(source, target) for source, target in zip(sources, targets)])
+
+    def _scorer(self, batch_tokens: int, length_normalize: bool):
+        from .encdec.scoring import PairScorer
         key = (batch_tokens, length_normalize)
-        if key not in self._features:  # built once: an int8 model is quantised when built
-            self._features[key] = RNNFeature(self.trained, device=self.device, dtype=self.dtype,
-                                             batch_tokens=batch_tokens, length_normalize=length_normalize)
-        feature = self._features[key]
-        return feature.values([_Pair(source, target) for source, target in zip(sources, targets)])
+        if key not in self._scorers:  # built once: an int8 model is quantised when built
+            self._scorers[key] = PairScorer(self.trained, device=self.device, dtype=self.dtype,
+                                            batch_tokens=batch_tokens, length_normalize=length_normalize)
+        return self._scorers[key]
+
+    def token_log_probs(self, sources: Sequence[str], targets: Sequence[str], *,
+                        batch_tokens: int = 4096) -> list[list[float]]:
+        """log p of each token the model predicts for each pair: the target's tokens (words, or pieces of a
+        subword model), then EOS; their sum is :meth:`log_prob`. Per-token scores, as CTranslate2's
+        ``tokens_score`` and Marian's ``--word-scores`` give them."""
+        sources, targets = _texts(sources, "sources"), _texts(targets, "targets")
+        if len(sources) != len(targets):
+            raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+        return self._scorer(batch_tokens, False).token_log_probs(
+            [_Pair(source, target) for source, target in zip(sources, targets)])
 
     def translate(self, sources: Sequence[str], *, beam_size: int = 10, length_normalize: bool = False,
                   allow_unk: bool = False):
         """The best translation of each source by beam search (Cho et al. 2014b), a
-        :class:`~mosesrnn.generate.Translation` (``.text``, ``.log_prob``, ``.score``) each."""
+        :class:`~mosesrnn.encdec.generate.Translation` (``.text``, ``.log_prob``, ``.score``) each."""
         return [hyps[0] for hyps in self.nbest(sources, 1, beam_size=beam_size,
                                                length_normalize=length_normalize, allow_unk=allow_unk)]
 
@@ -86,72 +114,71 @@ class Model:
         """The ``n`` best translations (``n`` <= ``beam_size``) of each source, best first."""
         if n > beam_size:
             raise ValueError(f"n ({n}) must be at most the beam size ({beam_size})")
-        return self._searcher.translate(list(sources), beam_size=beam_size, nbest=n,
+        return self._searcher.translate(_texts(sources, "sources"), beam_size=beam_size, nbest=n,
                                         length_normalize=length_normalize, exclude_unk=not allow_unk)
 
     def sample(self, sources: Sequence[str], num_samples: int = 50, *, top: int | None = 5, seed: int = 1):
         """Ancestral samples of each source, deduplicated and ranked by log p (C14 Table 3)."""
-        return self._searcher.sample(list(sources), num_samples, top=top, seed=seed)
+        return self._searcher.sample(_texts(sources, "sources"), num_samples, top=top, seed=seed)
 
 
+@declares(path=model_file(ENCODER_DECODER))
 def load(path: str, device: str = "auto", dtype: str = "fp32") -> Model:
     """The model of a model file (``best.pt``), on ``device`` (``auto``: a GPU if there is one), running its
-    matmuls in ``dtype`` (fp32, bf16, int8 or auto: see :mod:`mosesrnn.models.precision`)."""
-    from .devices import resolve_device
-    from .models.model_file import load_trained_model
+    matmuls in ``dtype`` (fp32, bf16, int8 or auto: see :mod:`mosesrnn.runtime.precision`)."""
+    from .encdec.model_file import load_trained_model
+    from .runtime.devices import resolve_device
     device = resolve_device(device)
     return Model(load_trained_model(path, map_location=device), device, dtype)
 
 
-def _feature_options(model, reverse_model, vocab, unk_side, direction, length_normalize, device, dtype,
-                     batch_tokens, lm=None) -> FeatureOptions:
-    from .devices import resolve_device
-    return FeatureOptions(model=model, reverse_model=reverse_model, lm=lm, vocab=vocab, unk_side=unk_side,
-                          direction=direction, device=resolve_device(device), dtype=dtype, batch_tokens=batch_tokens,
-                          length_normalize=length_normalize)
-
-
-def score_table(table: str, output: str, *, features: str | Sequence[str] | None = None, model: str | None = None,
-                reverse_model: str | None = None, vocab: str | None = None, unk_side: str = "both",
-                direction: str | None = None, length_normalize: bool = False, device: str = "auto",
-                dtype: str = "fp32", batch_tokens: int = 4096, encoding: str = "utf-8", chunk_lines: int = 20000,
-                shard: str = "1/1", resume: bool = False, checkpoint_every: int = 25,
+@declares(table=input_file(".json"), output=SCORED_TABLE, features=FeatureOptions.declared_paths)
+def score_table(table: str, output: str, features: FeatureOptions = FeatureOptions(), *, encoding: str = "utf-8",
+                chunk_lines: int = 20000, shard: str = "1/1", resume: bool = True, checkpoint_every: int = 25,
                 checkpoint_minutes: float = 5.0, progress: Callable[[int, int, int | None], None] | None = None):
-    """``mosesrnn score``: append the feature columns to every line of a phrase table.
+    """``mosesrnn score``: append the feature columns of ``features`` to every line of a phrase table.
 
-    ``features``: ``"rnn,unk"``, a list of names, or None for the defaults of the model files given.
     The options are those of ``mosesrnn score --help``. Returns a
     :class:`~mosesrnn.pipeline.score.ScoreSummary`; warnings about the table (scored already, the
     other direction) go to the ``mosesrnn`` logger.
     """
+    from .features.selection import select_features
     from .pipeline.score import score_table as run
     from .pipeline.shards import ShardSpec
-    from .pipeline.table_checks import table_warnings
     shard_spec = ShardSpec.parse(shard)
-    options = _feature_options(model, reverse_model, vocab, unk_side, direction, length_normalize, device, dtype,
-                               batch_tokens)
-    with Job(inputs=[table, model, reverse_model, vocab], outputs=[output]):
-        columns = select_features(features, options, tables=True)
-        if table != "-":
-            for warning in table_warnings(table, encoding, options.trained_model("rnn") if model else None):
-                log.warning("warning: %s", warning)
-        return run(table, output, columns, encoding=encoding, chunk_lines=chunk_lines, shard=shard_spec,
-                   resume=resume, checkpoint_every=checkpoint_every, checkpoint_seconds=60 * checkpoint_minutes,
-                   progress=progress)
+    return run(table, output, select_features(features, tables=True), encoding=encoding, chunk_lines=chunk_lines,
+               shard=shard_spec, resume=resume, checkpoint_every=checkpoint_every,
+               checkpoint_seconds=60 * checkpoint_minutes, progress=progress)
 
 
-def score_nbest(nbest: str, source: str, output: str, *, features: str | Sequence[str] | None = None,
-                model: str | None = None, reverse_model: str | None = None, lm: str | None = None,
-                vocab: str | None = None,
-                unk_side: str = "both", direction: str | None = None, length_normalize: bool = False,
-                device: str = "auto", dtype: str = "fp32", batch_tokens: int = 4096, encoding: str = "utf-8",
-                chunk_lines: int = 20000, progress: Callable[[int], None] | None = None):
-    """``mosesrnn nbest``: add the features' values to every hypothesis of a Moses n-best list whose
-    source sentences are the lines of ``source`` (``lm``: a CSLM file, for the ``cslm`` feature).
+@declares(nbest=input_file(), source=input_file(), output=output_file(), features=FeatureOptions.declared_paths,
+          word_scores=output_file())
+def score_nbest(nbest: str, source: str, output: str, features: FeatureOptions = FeatureOptions(), *,
+                word_scores: str | None = None, encoding: str = "utf-8", chunk_lines: int = 20000,
+                progress: Callable[[int], None] | None = None):
+    """``mosesrnn nbest``: add the values of ``features`` to every hypothesis of a Moses n-best list whose
+    source sentences are the lines of ``source`` (``word_scores``: a file for the rnn model's per-token scores).
     Returns a :class:`~mosesrnn.pipeline.nbest.NbestSummary`."""
+    from .features.selection import select_features
     from .pipeline.nbest import score_nbest as run
-    options = _feature_options(model, reverse_model, vocab, unk_side, direction, length_normalize, device, dtype,
-                               batch_tokens, lm)
-    with Job(inputs=[nbest, source, model, reverse_model, lm, vocab], outputs=[output]):
-        return run(nbest, source, output, select_features(features, options), chunk_lines=chunk_lines,
-                   encoding=encoding, progress=progress)
+    return run(nbest, source, output, select_features(features), dict(features.labels), word_scores=word_scores,
+               chunk_lines=chunk_lines, encoding=encoding, progress=progress)
+
+
+@declares(table=input_file(".json"), output=output_file(".json"), weights=input_file(), reordering=input_file(),
+          reordering_output=output_file())
+def prune_table(table: str, output: str, *, top: int | None = None, margin: float | None = None,
+                share: float | None = None, column: int | None = None, weights: str | None = None,
+                feature_name: str | None = None, reordering: str | None = None, reordering_output: str | None = None,
+                encoding: str = "utf-8", progress: Callable[[int], None] | None = None):
+    """``mosesrnn prune``: keep each source phrase's best targets (``top`` K, within ``margin`` nats of the
+    best, or a ``share`` of the lines) by the rnn column of a scored table, by score ``column``, or by the
+    ``weights`` of a tuned moses.ini (``feature_name``: which of its weight groups, when several fit the table);
+    the reordering table along. Returns a :class:`~mosesrnn.pipeline.prune.PruneSummary`."""
+    from .pipeline.prune import Selection, ranking_for, write_pruned_sidecar
+    from .pipeline.prune import prune_table as run
+    ranking, selection = ranking_for(table, column, weights, feature_name, encoding), Selection(top, margin, share)
+    summary = run(table, output, ranking, selection, reordering=reordering, reordering_output=reordering_output,
+                  encoding=encoding, progress=progress)
+    write_pruned_sidecar(table, output, ranking, selection, summary)
+    return summary

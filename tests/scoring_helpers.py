@@ -6,10 +6,10 @@ import os
 
 import torch
 
+from mosesrnn.encdec.config import ModelConfig
+from mosesrnn.encdec.model import EncoderDecoder
+from mosesrnn.encdec.model_file import save_trained_model
 from mosesrnn.formats.phrase_table import read_entries
-from mosesrnn.models.config import ModelConfig
-from mosesrnn.models.encdec import EncoderDecoder
-from mosesrnn.models.model_file import save_trained_model
 from mosesrnn.text.codec import Codec, CodecPair
 from mosesrnn.text.tokenizers import MosesWords
 from mosesrnn.text.vocab import build_vocabularies

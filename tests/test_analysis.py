@@ -13,9 +13,9 @@ from mosesrnn.analysis.perplexity import TextPair, perplexity, shuffled
 from mosesrnn.analysis.report import read_columns, spearman
 from mosesrnn.analysis.topk import choose_groups, rank_candidates, text_report, tsv_lines
 from mosesrnn.cli import main
+from mosesrnn.encdec.model_file import load_trained_model
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
-from mosesrnn.models.model_file import load_trained_model
 
 torch.set_num_threads(1)
 

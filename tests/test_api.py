@@ -47,17 +47,30 @@ def test_translate_and_nbest_agree(model_path):
 def test_score_table_takes_the_commands_care(model_path, tmp_path):
     table = tmp_path / "table.gz"
     table.write_bytes(Path(TABLE).read_bytes())
+    features = mosesrnn.FeatureOptions(model=model_path, device="cpu")
     with pytest.raises(ValueError, match="is the input"):
-        mosesrnn.score_table(str(table), str(table), model=model_path)
-    summary = mosesrnn.score_table(str(table), str(tmp_path / "out.gz"), model=model_path, device="cpu")
+        mosesrnn.score_table(str(table), str(table), features)
+    summary = mosesrnn.score_table(str(table), str(tmp_path / "out.gz"), features)
     assert summary.lines == gzip.decompress(table.read_bytes()).count(b"\n")
     assert "rnn(" in summary.signature and "unk(" in summary.signature
 
 
-def test_a_file_that_is_not_a_model(tmp_path):
-    (tmp_path / "notes.txt").write_text("not a model\n")
-    with pytest.raises(ValueError, match="is not a mosesrnn model file"):
+@pytest.mark.parametrize("text", ["not a model\n", "la maison ||| the house ||| 0.5\n", ""])
+def test_a_file_that_is_not_a_model(tmp_path, text):
+    from mosesrnn.io.model_store import ModelFileError
+    (tmp_path / "notes.txt").write_text(text)
+    with pytest.raises(ModelFileError, match="notes.txt is not a mosesrnn model file"):
         mosesrnn.load(str(tmp_path / "notes.txt"))
+
+
+def test_one_string_for_a_list_of_texts_is_refused(model_path):
+    """A string would be read as a list of one-character texts."""
+    model = mosesrnn.load(model_path, device="cpu")
+    with pytest.raises(TypeError, match="must be a list of texts, not one string"):
+        model.log_prob("the house", "la maison")
+    with pytest.raises(TypeError, match="must be a list of texts, not one string"):
+        model.translate("the house .")
+    assert len(model.log_prob(["the house"], ["la maison"])) == 1
 
 
 def test_the_example_runs(model_path):

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from moses_integration.binarize import binarize_table, default_output, with_empty_alignment
-from moses_integration.cli import binarize
 from moses_integration.tools import MosesToolError, describe_exit
+from mosesrnn.cli.moses import binarize
 from mosesrnn.formats.phrase_table import PhraseTableError, format_line, read_entries
 
 DATA = Path(__file__).parent / "data" / "moses"

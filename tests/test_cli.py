@@ -21,7 +21,7 @@ def vocab_dir(tmp_path, tatoeba_table):
 def test_help_explains_every_command():
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0
-    for command in ("vocab", "train", "score", "merge", "moses-ini", "binarize", "mert-moses"):
+    for command in ("vocab", "train", "score", "merge", "moses-ini", "binarize", "tune", "mert-report"):
         assert command in result.output
         sub = CliRunner().invoke(main, [command, "--help"])
         assert sub.exit_code == 0 and "Example:" in sub.output

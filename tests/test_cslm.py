@@ -22,14 +22,14 @@ from scoring_helpers import save_tiny_model
 
 from moses_integration.neural_lm import add_neural_lm
 from mosesrnn.cli import main
+from mosesrnn.cslm.config import CSLMConfig
+from mosesrnn.cslm.data import BOS, lm_vocabulary, load_lm_data, ngrams, unigram_perplexity
+from mosesrnn.cslm.model import CSLM
+from mosesrnn.cslm.model_file import TrainedLM, load_language_model, save_language_model
+from mosesrnn.cslm.scoring import sentence_scores, text_stats
+from mosesrnn.cslm.task import LMTrainConfig, train_lm
 from mosesrnn.formats.nbest import read_nbest
-from mosesrnn.lm.config import CSLMConfig
-from mosesrnn.lm.data import BOS, lm_vocabulary, load_lm_data, ngrams, unigram_perplexity
-from mosesrnn.lm.model import CSLM
-from mosesrnn.lm.model_file import TrainedLM, load_language_model, save_language_model
-from mosesrnn.lm.nplm import check_exportable, read_nplm, write_nplm
-from mosesrnn.lm.scoring import sentence_scores
-from mosesrnn.lm.trainer import LMTrainConfig, train_lm
+from mosesrnn.formats.nplm import check_exportable, read_nplm, write_nplm
 from mosesrnn.text.codec import Codec
 from mosesrnn.text.tokenizers import MosesWords
 from mosesrnn.text.vocab import EOS_ID, Vocabulary
@@ -52,11 +52,23 @@ def tiny_lm(hidden=(16,), order=4, seed=0) -> TrainedLM:
     return TrainedLM(model.eval(), Codec(MosesWords(), vocabulary), {}, "tiny")
 
 
+def self_normalised(trained: TrainedLM) -> TrainedLM:
+    """``trained`` with its output biases shifted by the mean log Z on dev text (so that its raw scores are
+    log-probabilities on average, as self-normalised training makes them), and that measure recorded as
+    training records it."""
+    stats = text_stats(trained, dev_sentences())
+    with torch.no_grad():
+        trained.model.output.bias -= stats.log_z_mean
+    after = text_stats(trained, dev_sentences())
+    return TrainedLM(trained.model, trained.codec, {"log_z_mean": after.log_z_mean, "log_z_std": after.log_z_std},
+                     trained.digest)
+
+
 @pytest.fixture(scope="module")
 def lm_file(tmp_path_factory) -> str:
     path = str(tmp_path_factory.mktemp("lm") / "lm.pt")
-    trained = tiny_lm()
-    save_language_model(path, trained.model, trained.codec)
+    trained = self_normalised(tiny_lm())
+    save_language_model(path, trained.model, trained.codec, trained.info)
     return path
 
 
@@ -200,10 +212,25 @@ def test_only_one_hidden_layer_goes_to_moses(lm_file, tmp_path):
     with pytest.raises(ValueError, match="evaluates only the first of two hidden layers"):
         check_exportable(tiny_lm(hidden=(16, 8)).model)
     out = tmp_path / "lm.nplm"
-    assert CliRunner().invoke(main, ["lm", "export", lm_file, "-o", str(out)]).exit_code == 0
-    again = CliRunner().invoke(main, ["lm", "export", lm_file, "-o", str(out)])
+    assert CliRunner().invoke(main, ["lm", "export", "-m", lm_file, "-o", str(out)]).exit_code == 0
+    again = CliRunner().invoke(main, ["lm", "export", "-m", lm_file, "-o", str(out)])
     assert again.exit_code == 1 and f"{out} exists" in again.output
-    assert CliRunner().invoke(main, ["lm", "export", lm_file, "-o", str(out), "--force"]).exit_code == 0
+    assert CliRunner().invoke(main, ["lm", "export", "-m", lm_file, "-o", str(out), "--force"]).exit_code == 0
+
+
+def test_a_model_that_is_not_self_normalised_is_not_exported(tmp_path):
+    """Moses' NeuralLM reads raw scores: a model whose log Z is far from 0 would be off by it on every word."""
+    trained = tiny_lm()
+    stats = text_stats(trained, dev_sentences())
+    assert abs(stats.log_z_mean) > 0.5  # random weights: not normalised
+    path = str(tmp_path / "lm.pt")
+    save_language_model(path, trained.model, trained.codec, {"log_z_mean": stats.log_z_mean})
+    result = CliRunner().invoke(main, ["lm", "export", "-m", path, "-o", str(tmp_path / "lm.nplm")])
+    assert result.exit_code == 1 and "is not self-normalised: mean log Z" in result.output
+    assert not (tmp_path / "lm.nplm").exists()
+    save_language_model(path, trained.model, trained.codec)
+    result = CliRunner().invoke(main, ["lm", "export", "-m", path, "-o", str(tmp_path / "lm.nplm")])
+    assert result.exit_code == 1 and "not validated yet" in result.output
 
 
 def test_moses_ini_adds_a_neural_lm_feature_and_its_weight():
@@ -297,7 +324,7 @@ def test_lm_train_export_and_perplexity_from_the_command_line(tmp_path):
     assert "validation perplexity" in result.stdout and "log Z" in result.stdout
     for name in ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png"):
         assert (model / name).exists(), name
-    result = CliRunner().invoke(main, ["lm", "perplexity", "-m", str(model / "best.pt"), str(DEV)])
+    result = CliRunner().invoke(main, ["perplexity", "-m", str(model / "best.pt"), str(DEV)])
     assert result.exit_code == 0 and f"{DEV}: 30 sentences" in result.stdout and "perplexity" in result.stdout
 
 
@@ -323,7 +350,7 @@ def test_each_command_refuses_a_model_of_the_wrong_kind(lm_file, tmp_path):
         (["nbest", str(DATA / "nbest" / "tatoeba.dev30.untuned.100best.gz"), "--source", str(SOURCES), "--lm", rnn,
           "-o", str(tmp_path / "o.gz")], f"{rnn} is an RNN Encoder-Decoder (a translation model, from `mosesrnn "
                                          "train`), not a CSLM"),
-        (["lm", "export", rnn, "-o", str(tmp_path / "o.nplm")], f"{rnn} is an RNN Encoder-Decoder"),
+        (["lm", "export", "-m", rnn, "-o", str(tmp_path / "o.nplm")], f"{rnn} is an RNN Encoder-Decoder"),
         (["moses-ini", str(DATA / "moses" / "tatoeba-en-fr.moses.ini"), "--cslm", lm_file, "-o",
           str(tmp_path / "o.ini")], f"{lm_file} is a mosesrnn model file (PyTorch); Moses' NeuralLM reads NPLM"),
     ]

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 import torch
 
+from mosesrnn.encdec.batching import pad
+from mosesrnn.encdec.config import EOS_ID, UNK_ID
+from mosesrnn.encdec.data import PairSet, load_corpus, load_table, split_share
 from mosesrnn.formats.phrase_table import PhraseTableError, read_entries
-from mosesrnn.models.batching import pad
-from mosesrnn.models.config import EOS_ID, UNK_ID
 from mosesrnn.text.vocab import build_vocabularies
-from mosesrnn.train.data import PairSet, Shuffler, load_corpus, load_table, split_share
+from mosesrnn.train.shuffler import Shuffler
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 TABLE = os.path.join(DATA, "tatoeba.en-fr.3k.gz")  # 3,001 lines, 1,595 source phrases

@@ -17,8 +17,8 @@ import torch
 import torch.multiprocessing as mp
 from scoring_helpers import TABLE
 
-from mosesrnn.models.model_file import load_trained_model
-from mosesrnn.train.trainer import TrainConfig, train
+from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.task import TrainConfig, train
 
 TINY = ["--embed-dim", "8", "--hidden-dim", "16", "--maxout-units", "8", "--output-rank", "6", "--vocab-size", "300",
         "--valid-share", "0.1", "--valid-every", "2", "--optimizer", "adam", "--threads", "1", "-q"]

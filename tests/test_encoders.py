@@ -14,17 +14,17 @@ from test_model import TINY, batch, tiny_model
 from test_model import reference_log_prob as reference_gru_log_prob
 
 from mosesrnn.cli import main
+from mosesrnn.encdec.architectures import ARCHITECTURES
+from mosesrnn.encdec.config import EOS_ID, PAD_ID, ModelConfig
+from mosesrnn.encdec.convolution import csm_plan
+from mosesrnn.encdec.model import build_model
+from mosesrnn.encdec.model_file import load_trained_model, save_trained_model
+from mosesrnn.encdec.rctm import LENGTH_CLASSES
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
-from mosesrnn.models.config import ENCODER_KINDS, EOS_ID, PAD_ID, ModelConfig
-from mosesrnn.models.convolution import csm_plan
-from mosesrnn.models.encdec import build_model
-from mosesrnn.models.encoders import ENCODERS
-from mosesrnn.models.model_file import load_trained_model, save_trained_model
-from mosesrnn.models.rctm import LENGTH_CLASSES
 from mosesrnn.text.codec import Codec, CodecPair
 from mosesrnn.text.tokenizers import MosesWords
-from mosesrnn.text.vocab import build_vocabularies
+from mosesrnn.text.vocab import RESERVED, Vocabulary, build_vocabularies
 
 torch.set_num_threads(1)
 
@@ -139,7 +139,7 @@ def reference_csm(P, prefix, columns, max_width, ngram=None):
 
 def reference_rctm1(model, x, y):
     """log P(y | x) by KB13 Eqs. 8a-d with h_0 = 0 and v(y_0) = 0."""
-    P, r = params(model), model.config.csm_kernels
+    P, r = params(model), model.config.options["csm_kernels"]
     (e,), _ = reference_csm(P, "encoder", [P["encoder.embed.weight"][w] for w in x], r)
     s = P["decoder.S.weight"] @ e + P["decoder.S.bias"]  # (8a)
     h = torch.zeros(model.config.hidden_dim, dtype=torch.float64)
@@ -158,8 +158,8 @@ def reference_icgm(P, F_g, m, config):
     if m == 0:
         return []
     zeros = [torch.zeros(config.hidden_dim, dtype=torch.float64)] * m  # only the steps matter here
-    _, steps = reference_csm(P, "encoder", zeros, config.cgm_kernels, ngram=config.cgm_ngram)
-    max_width = config.icgm_kernels
+    _, steps = reference_csm(P, "encoder", zeros, config.options["cgm_kernels"], ngram=config.options["cgm_ngram"])
+    max_width = config.options["icgm_kernels"]
     m_g = m - sum(width - 1 for _, width in steps)
     columns, g = list(F_g), len(F_g)
     if g != m_g:
@@ -175,8 +175,8 @@ def reference_icgm(P, F_g, m, config):
 def reference_rctm2(model, x, y):
     """log P(m | k) + log P(y | m, x) by KB13 Eqs. 9-11; the word softmax leaves EOS out."""
     P, config = params(model), model.config
-    E_g, _ = reference_csm(P, "encoder", [P["encoder.embed.weight"][w] for w in x], config.cgm_kernels,
-                           ngram=config.cgm_ngram)  # (10a)
+    E_g, _ = reference_csm(P, "encoder", [P["encoder.embed.weight"][w] for w in x], config.options["cgm_kernels"],
+                           ngram=config.options["cgm_ngram"])  # (10a)
     F_g = [torch.tanh(P["encoder.T.weight"] @ column + P["encoder.T.bias"]) for column in E_g]  # (10b)
     m, k = len(y) - 1, len(x)
     F = reference_icgm(P, F_g, m, config)  # (10c)
@@ -204,7 +204,7 @@ REFERENCES = {
 # -- the tests ------------------------------------------------------------------------------------
 
 def test_every_encoder_kind_is_registered_and_tested():
-    assert tuple(ENCODERS) == ENCODER_KINDS == tuple(REFERENCES)
+    assert tuple(ARCHITECTURES) == tuple(REFERENCES)
 
 
 def test_c14_reference_decoder_agrees_with_the_gru_parity_test():
@@ -219,7 +219,7 @@ def _gru_c(model, x):
     return c.c[0], c.m_x[0]
 
 
-@pytest.mark.parametrize("encoder", ENCODER_KINDS)
+@pytest.mark.parametrize("encoder", list(ARCHITECTURES))
 @pytest.mark.parametrize("banks", [{}, SMALL_BANKS], ids=["paper-banks", "factorised"])
 def test_log_prob_matches_the_papers_equations(encoder, banks):
     model = tiny_model(encoder, **banks)
@@ -228,7 +228,7 @@ def test_log_prob_matches_the_papers_equations(encoder, banks):
     torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("encoder", ENCODER_KINDS)
+@pytest.mark.parametrize("encoder", list(ARCHITECTURES))
 def test_batch_independence_and_fast_scoring_order(encoder):
     model = tiny_model(encoder, seed=1, dtype=torch.float32, std=0.3)
     src, src_len, trg, trg_len = batch(PAIRS)
@@ -243,7 +243,7 @@ def test_batch_independence_and_fast_scoring_order(encoder):
                                rtol=0, atol=1e-5)
 
 
-@pytest.mark.parametrize("encoder", ENCODER_KINDS)
+@pytest.mark.parametrize("encoder", list(ARCHITECTURES))
 def test_step_reproduces_token_log_probs(encoder):
     model = tiny_model(encoder, seed=2)
     src, src_len, trg, trg_len = batch(PAIRS)
@@ -290,7 +290,7 @@ def test_csm_plan(length, ngram, plan):
     assert csm_plan(length, ngram) == plan
 
 
-@pytest.mark.parametrize("encoder", ENCODER_KINDS)
+@pytest.mark.parametrize("encoder", list(ARCHITECTURES))
 def test_model_file_records_the_encoder_and_scores_identically(tmp_path, encoder):
     table = "tests/data/tatoeba.en-fr.3k.gz"
     vocabularies, _ = build_vocabularies(read_entries(table), 200)
@@ -313,17 +313,35 @@ def test_model_file_records_the_encoder_and_scores_identically(tmp_path, encoder
     assert all(math.isfinite(v) and v < 0 for v in loaded)
 
 
-def test_old_config_dicts_without_the_new_fields_load_with_paper_defaults():
-    values = ModelConfig(**TINY).to_dict()
-    for name in ("grconv_init_scale", "csm_kernels", "cgm_ngram", "cgm_kernels", "icgm_kernels"):
-        del values[name]
-    config = ModelConfig.from_dict(values)
-    assert (config.grconv_init_scale, config.csm_kernels, config.cgm_ngram, config.cgm_kernels,
-            config.icgm_kernels) == (0.4, 15, 4, 7, 9)
+def test_each_architecture_owns_its_settings_with_the_papers_defaults():
+    defaults = {name: ModelConfig(**TINY, encoder=name).options for name in ARCHITECTURES}
+    assert defaults == {"gru": {}, "grconv": {"grconv_init_scale": 0.4}, "rnn": {},
+                        "rctm1": {"csm_kernels": 15}, "rctm2": {"cgm_ngram": 4, "cgm_kernels": 7, "icgm_kernels": 9}}
+    assert ModelConfig.from_dict(ModelConfig(**TINY, encoder="rctm2").to_dict()).options == defaults["rctm2"]
     with pytest.raises(ValueError, match="unknown encoder 'lstm'"):
         ModelConfig(**TINY, encoder="lstm")
-    with pytest.raises(ValueError, match="csm_kernels"):
-        ModelConfig(**TINY, csm_kernels=1)
+    with pytest.raises(ValueError, match="csm_kernels must be at least 2, got 1"):
+        ModelConfig(**TINY, encoder="rctm1", options={"csm_kernels": 1})
+    with pytest.raises(ValueError, match=r"the gru encoder has no setting csm_kernels \(its settings: none\)"):
+        ModelConfig(**TINY, options={"csm_kernels": 3})
+
+
+def test_a_version_2_model_file_keeps_its_settings(tmp_path):
+    """Files written before the architectures owned their settings (flat config keys) load the same."""
+    model = tiny_model("rctm1", csm_kernels=3)
+    words = [Vocabulary([f"w{i}" for i in range(size - len(RESERVED))])
+             for size in (TINY["src_vocab_size"], TINY["trg_vocab_size"])]
+    path = str(tmp_path / "model.pt")
+    save_trained_model(path, model, CodecPair(*(Codec(MosesWords(), vocabulary) for vocabulary in words)))
+    current = torch.load(path, weights_only=True)
+    flat = {**{k: v for k, v in current["config"].items() if k != "options"}, "grconv_init_scale": 0.4,
+            "csm_kernels": 3, "cgm_ngram": 4, "cgm_kernels": 7, "icgm_kernels": 9}
+    version_2 = {key: value for key, value in current.items() if key != "kind"}
+    torch.save({**version_2, "format_version": 2, "config": flat}, path)
+    loaded = load_trained_model(path)
+    assert loaded.model.config.options == {"csm_kernels": 3} and loaded.model.config == model.config
+    for name, value in model.state_dict().items():
+        torch.testing.assert_close(loaded.model.state_dict()[name], value)
 
 
 def test_init_follows_each_paper():
@@ -360,7 +378,7 @@ def test_cli_trains_and_scores_end_to_end(tmp_path, tatoeba_table, encoder):
         assert len(added) == 2 and 0 < float(added[0]) <= 1
 
 
-@pytest.mark.parametrize("encoder", ENCODER_KINDS)
+@pytest.mark.parametrize("encoder", list(ARCHITECTURES))
 def test_bf16_autocast_close_to_fp32(encoder):
     model = tiny_model(encoder, seed=5, dtype=torch.float32, std=0.2)
     args = batch(PAIRS, extra=1)

@@ -53,7 +53,7 @@ def test_unknown_side_is_checked():
 
 
 def test_registry_is_what_moses_integration_and_the_cli_read():
-    from moses_integration.weights import DEFAULT_FEATURES, DEFAULT_WEIGHTS
+    from moses_integration.new_columns import DEFAULT_FEATURES, DEFAULT_WEIGHTS
     from mosesrnn.features.registry import FEATURES, default_features
     assert DEFAULT_WEIGHTS == {name: spec.default_weight for name, spec in FEATURES.items()}
     assert DEFAULT_WEIGHTS["rnn"] > 0 > DEFAULT_WEIGHTS["unk"]  # reward probable pairs, penalise unknown words
@@ -77,17 +77,20 @@ def test_every_feature_reports_exactly_the_settings_its_registry_entry_lists(tmp
     from scoring_helpers import save_tiny_model
     from test_cslm import tiny_lm
 
-    from mosesrnn.features.registry import FEATURES, FeatureOptions, build_features, describe
-    from mosesrnn.lm.model_file import save_language_model
+    from mosesrnn.cslm.model_file import save_language_model
+    from mosesrnn.features.options import FeatureOptions
+    from mosesrnn.features.registry import FEATURES, describe
+    from mosesrnn.features.selection import select_features
     lm = tiny_lm()
     save_language_model(str(tmp_path / "lm.pt"), lm.model, lm.codec)
-    options = FeatureOptions(model=save_tiny_model(str(tmp_path / "m.pt")),
+    options = FeatureOptions(features=tuple(FEATURES), model=save_tiny_model(str(tmp_path / "m.pt")),
                              reverse_model=save_tiny_model(str(tmp_path / "r.pt"), "target-to-source"),
                              lm=str(tmp_path / "lm.pt"))
-    features = build_features(list(FEATURES), options)
+    features = select_features(options)
     for feature in features:
         text = describe(feature)
         assert text.startswith(feature.spec.name + "(")
         assert [item.split("=")[0] for item in text[len(feature.spec.name) + 1:-1].split(",")] == \
             list(feature.spec.settings)
-    assert options.trained_model("rnn") is options.trained_model("unk")  # the model file is loaded once
+    rnn, unk = features[0], features[2]
+    assert rnn.trained.vocabularies.source is unk.vocabularies.source  # the model file is loaded once

@@ -1,9 +1,12 @@
 """Every command against every hostile case: one table of commands (COMMANDS), one test per case.
 
 Each case expects what a careful tool does: exit status 1 (2 when click's option checks refuse it;
-130 when interrupted), one ``Error:``
-line naming the file (and line where one applies), no traceback, no input changed, and nothing
-half-written left behind. A command added later is tested by adding one row to COMMANDS;
+130 when interrupted), one ``Error:`` line naming the file (and line where one applies), no traceback,
+no input changed, and nothing half-written left behind. A row holds one run that succeeds; what the
+run reads and writes is not written in the row but read from the command's own parameters (their
+roles, :mod:`mosesrnn.cli.paths`), so the cases follow what each command declares: every model option
+gets the files that are not models and the model of the other kind, every output folder an input
+inside it, every input an empty file. A command added later is tested by adding one row to COMMANDS;
 ``test_every_command_has_a_row`` fails until it has one.
 
 The files are real: slices of the Tatoeba en->fr Moses system (table, n-best lists, sources,
@@ -25,10 +28,14 @@ from conftest import DATA
 from scoring_helpers import TABLE, save_tiny_model
 
 from mosesrnn.cli import main
-from mosesrnn.lm.config import CSLMConfig
-from mosesrnn.lm.model import CSLM
-from mosesrnn.lm.model_file import save_language_model
-from mosesrnn.locks import OutputLock
+from mosesrnn.cli.common import declared_paths
+from mosesrnn.cslm.config import CSLMConfig
+from mosesrnn.cslm.model import CSLM
+from mosesrnn.cslm.model_file import TrainedLM, save_language_model
+from mosesrnn.cslm.scoring import text_stats
+from mosesrnn.io.locks import OutputLock
+from mosesrnn.io.roles import CSLM as CSLM_KIND
+from mosesrnn.io.roles import Role
 from mosesrnn.text.codec import Codec
 from mosesrnn.text.tokenizers import MosesWords
 from mosesrnn.text.vocab import Vocabulary
@@ -40,25 +47,29 @@ TINY_TRAIN = ["--embed-dim", "4", "--hidden-dim", "8", "--maxout-units", "4", "-
               "--vocab-size", "60", "--max-updates", "2", "--valid-every", "2", "--valid-size", "20"]
 
 
+def command_of(args) -> tuple[click.Command, list[str]]:
+    """The command ``args`` run (``lm train`` inside the ``lm`` group), and its own arguments."""
+    command, rest = main, list(args)
+    while isinstance(command, click.Group):
+        command, rest = command.get_command(click.Context(command), rest[0]), rest[1:]
+    return command, rest
+
+
 @dataclass(frozen=True)
 class Row:
-    """A command in a run that succeeds on the workspace, and what it reads and writes.
+    """A command in a run that succeeds on the workspace.
 
     ``args`` holds ``{name}`` placeholders for the workspace's files (see :func:`workspace_files`).
-    ``outputs``/``folders``: the placeholders of the files/folders it writes; ``models``: of the model
-    files it reads; ``texts``: of the text inputs it decodes line by line (``name:plain`` if it does
+    ``texts``: the placeholders of the text inputs it decodes line by line (``name:plain`` if it does
     not read gzip). ``clash``: (output placeholder, value that makes it one of the inputs);
-    ``writes``: whether our own writer (not a Moses program) writes its outputs; ``lock_suffix``: see below.
+    ``writes``: whether our own writer (not a Moses program) writes its outputs. What it reads and
+    writes comes from its parameters: :meth:`roles`.
     """
 
     args: tuple[str, ...]
-    outputs: tuple[str, ...] = ()
-    folders: tuple[str, ...] = ()
-    models: tuple[str, ...] = ()
     texts: tuple[str, ...] = ()
     clash: tuple[str, str] | None = None
     writes: bool = True
-    lock_suffix: str = ""  # an output named by a prefix: the suffix of the file that is locked
 
     @property
     def name(self) -> str:
@@ -66,47 +77,75 @@ class Row:
         command = main.get_command(click.Context(main), self.args[0])
         return " ".join(self.args[:2]) if isinstance(command, click.Group) else self.args[0]
 
+    def roles(self) -> list[tuple[Role, str]]:
+        """``(role, placeholder)`` of every path the run names, as the command's parameters declare them."""
+        command, rest = command_of(self.args)
+        ctx = command.make_context(command.name, rest, resilient_parsing=True)
+        return [(role, value[1:-1]) for role, value in declared_paths(command, ctx.params)
+                if value.startswith("{") and value.endswith("}")]
+
+    def placeholders(self, *names: str) -> tuple[str, ...]:
+        """The placeholders of the paths whose role is one of ``names`` (``output``, ``model``...)."""
+        return tuple(dict.fromkeys(placeholder for role, placeholder in self.roles() if role.name in names))
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return self.placeholders("output", "output prefix", "program output")
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        return self.placeholders("output folder")
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return self.placeholders("model")
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return self.placeholders("input")
+
+    def lock_suffix(self, placeholder: str) -> str:
+        """An output named by a prefix: the suffix of the file that is locked."""
+        return next((role.suffixes[0] for role, name in self.roles() if name == placeholder and role.suffixes), "")
+
 
 COMMANDS = [
-    Row(("vocab", "{table}", "-o", "{outdir}", "--size", "50"), folders=("outdir",), texts=("table",),
-        clash=("outdir", "{table}")),
-    Row(("train", "--corpus", "{corpus_en}", "{corpus_fr}", "-o", "{outdir}", *TINY_TRAIN), folders=("outdir",),
+    Row(("vocab", "{table}", "-o", "{outdir}", "--size", "50"), texts=("table",), clash=("outdir", "{table}")),
+    Row(("train", "--corpus", "{corpus_en}", "{corpus_fr}", "-o", "{outdir}", *TINY_TRAIN),
         texts=("corpus_en", "corpus_fr"), clash=("outdir", "{corpus_en}")),
-    Row(("score", "{table}", "-m", "{model}", "-o", "{out}"), outputs=("out",), models=("model",),
-        texts=("table",), clash=("out", "{table}")),
-    Row(("merge", "{part1}", "{part2}", "-o", "{out_gz}"), outputs=("out_gz",), clash=("out_gz", "{part1}")),
-    Row(("nbest", "{nbest}", "--source", "{source}", "-m", "{model}", "-o", "{out}"), outputs=("out",),
-        models=("model",), texts=("nbest", "source"), clash=("out", "{source}")),
+    Row(("score", "{table}", "-m", "{model}", "-o", "{out}"), texts=("table",), clash=("out", "{table}")),
+    Row(("merge", "{part1}", "{part2}", "-o", "{out_gz}"), clash=("out_gz", "{part1}")),
+    Row(("prune", "{scored}", "--top", "2", "-o", "{out}"), texts=("scored",), clash=("out", "{scored}")),
+    Row(("nbest", "{nbest}", "--source", "{source}", "-m", "{model}", "-o", "{out}"), texts=("nbest", "source"),
+        clash=("out", "{source}")),
     Row(("mert", "{nbest}", "--refs", "{refs}", "-o", "{out}", "--restarts", "0", "--random-directions", "0"),
-        outputs=("out",), texts=("nbest", "refs"), clash=("out", "{refs}")),
-    Row(("rerank", "{nbest}", "--weights", "{weights}", "-o", "{out}"), outputs=("out",),
-        texts=("nbest", "weights"), clash=("out", "{weights}")),
-    Row(("translate", "-m", "{model}", "--input", "{source}", "-o", "{out}", "--beam", "2"), outputs=("out",),
-        models=("model",), texts=("source",), clash=("out", "{source}")),
-    Row(("sample", "-m", "{model}", "--input", "{source}", "-n", "2"), models=("model",), texts=("source",)),
+        texts=("nbest", "refs"), clash=("out", "{refs}")),
+    Row(("rerank", "{nbest}", "--weights", "{weights}", "-o", "{out}"), texts=("nbest", "weights"),
+        clash=("out", "{weights}")),
+    Row(("translate", "-m", "{model}", "{source}", "-o", "{out}", "--beam", "2"), texts=("source",),
+        clash=("out", "{source}")),
+    Row(("sample", "-m", "{model}", "{source}", "-n", "2"), texts=("source",)),
     Row(("augment", "{table}", "-m", "{model}", "-o", "{out}", "--beam", "2", "--per-source", "1",
-         "--max-sources", "2"), outputs=("out",), models=("model",), texts=("table",), clash=("out", "{table}")),
+         "--max-sources", "2"), texts=("table",), clash=("out", "{table}")),
     Row(("topk", "{table}", "-m", "{model}", "--num-sources", "2", "--min-words", "1", "--tsv", "{out}"),
-        outputs=("out",), models=("model",), texts=("table",), clash=("out", "{table}")),
-    Row(("perplexity", "-m", "{model}", "{corpus_en}", "{corpus_fr}"), models=("model",),
-        texts=("corpus_en", "corpus_fr")),
+        texts=("table",), clash=("out", "{table}")),
+    Row(("perplexity", "-m", "{model}", "{corpus_en}", "{corpus_fr}"), texts=("corpus_en", "corpus_fr")),
     Row(("embed", "-m", "{model}", "--phrases", "{phrases}", "--max-phrases", "5", "--projection", "pca",
-         "-o", "{prefix}"), outputs=("prefix",), models=("model",), texts=("phrases",),
-        clash=("prefix", "{phrases_prefix}"), lock_suffix=".png"),
-    Row(("report", "{scored}", "-o", "{out}"), outputs=("out",), texts=("scored",), clash=("out", "{scored}")),
-    Row(("moses-ini", "{ini}", "--table", "{scored}", "-o", "{out}"), outputs=("out",), texts=("ini:plain",),
-        clash=("out", "{ini}")),
+         "-o", "{prefix}"), texts=("phrases",), clash=("prefix", "{phrases_prefix}")),
+    Row(("report", "{scored}", "-o", "{out}"), texts=("scored",), clash=("out", "{scored}")),
+    Row(("moses-ini", "{ini}", "--table", "{scored}", "-o", "{out}"), texts=("ini:plain",), clash=("out", "{ini}")),
     # binarize reads the first line only (processPhraseTableMin reads the rest): no text cases
-    Row(("binarize", "{plain_minphr}", "-o", "{out_minphr}", "--moses-bin", "{nowhere}"), outputs=("out_minphr",),
+    Row(("binarize", "{plain_minphr}", "-o", "{out_minphr}", "--moses-bin", "{nowhere}"),
         clash=("out_minphr", "{plain_minphr_prefix}"), writes=False),
-    Row(("mert-moses", "{source}", "{refs}", "{ini}", "--work-dir", "{outdir}", "--moses-bin", "{nowhere}",
-         "--moses-scripts", "{nowhere}"), folders=("outdir",), clash=("outdir", "{refs}"), writes=False),
-    Row(("lm", "train", "{corpus_fr}", "-o", "{outdir}", *TINY_LM), folders=("outdir",), texts=("corpus_fr",),
+    Row(("tune", "{source}", "{refs}", "{ini}", "--test-src", "{source}", "--test-ref", "{refs}", "--work-dir",
+         "{outdir}", "--moses-bin", "{nowhere}", "--moses-scripts", "{nowhere}"), clash=("outdir", "{refs}"),
+        writes=False),
+    Row(("lm", "train", "{corpus_fr}", "-o", "{outdir}", *TINY_LM), texts=("corpus_fr",),
         clash=("outdir", "{corpus_fr}")),
-    Row(("lm", "export", "{lm}", "-o", "{out}"), outputs=("out",), models=("lm",), clash=("out", "{lm}")),
-    Row(("lm", "perplexity", "-m", "{lm}", "{corpus_fr}"), models=("lm",), texts=("corpus_fr",)),
-    Row(("mert-report", "{work}", "--apply", "last", "--ini", "{ini}", "-o", "{out}"), outputs=("out",),
-        texts=("ini:plain",), clash=("out", "{ini}")),
+    Row(("lm", "export", "-m", "{lm}", "-o", "{out}"), clash=("out", "{lm}")),
+    Row(("perplexity", "-m", "{lm}", "{corpus_fr}"), texts=("corpus_fr",)),
+    Row(("mert-report", "{work}", "--apply", "last", "--ini", "{ini}", "-o", "{out}"), texts=("ini:plain",),
+        clash=("out", "{ini}")),
 ]
 
 
@@ -124,7 +163,7 @@ def all_command_names(group: click.Group, prefix: str = "") -> list[str]:
 
 
 def test_every_command_has_a_row():
-    assert sorted(all_command_names(main)) == sorted(row.name for row in COMMANDS)
+    assert set(all_command_names(main)) == {row.name for row in COMMANDS}
 
 
 # -- the workspace ---------------------------------------------------------------------------------
@@ -139,8 +178,10 @@ def base(tmp_path_factory) -> Path:
     (folder / "phrases.tsv").write_bytes(gzip.compress(b"".join(lines)))  # gzip is known by its bytes
     (folder / "table.minphr").write_bytes(b"".join(lines))  # a plain table that happens to be named so
     model = save_tiny_model(str(folder / "model.pt"))
-    lm = CSLM(CSLMConfig(len(Vocabulary(["<s>", "la", "maison"])), order=3, embed_dim=4, hidden_dims=(8,)))
-    save_language_model(str(folder / "lm.pt"), lm, Codec(MosesWords(), Vocabulary(["<s>", "la", "maison"])))
+    codec = Codec(MosesWords(), Vocabulary(["<s>", "la", "maison"]))
+    lm = CSLM(CSLMConfig(len(codec.vocabulary), order=3, embed_dim=4, hidden_dims=(8,)))  # freshly initialised:
+    stats = text_stats(TrainedLM(lm, codec, {}, ""), ["la maison", "la la maison"])  # log Z about 0
+    save_language_model(str(folder / "lm.pt"), lm, codec, {"log_z_mean": stats.log_z_mean})
     shutil.copy(NBEST / "tatoeba.dev30.untuned.100best.gz", folder / "nbest.gz")
     shutil.copy(NBEST / "tatoeba.dev30.tok.en", folder / "source.txt")
     shutil.copy(NBEST / "tatoeba.dev30.fr", folder / "refs.txt")
@@ -207,7 +248,7 @@ def rows_with(*kinds: str) -> list[Row]:
 
 
 def ids(rows: list[Row]) -> list[str]:
-    return [row.name for row in rows]
+    return [row.name + ("-cslm" if "{lm}" in row.args else "") for row in rows]
 
 
 def output_value(ws: Path, placeholder: str) -> str:
@@ -284,7 +325,7 @@ def test_truncated_gzip_names_the_file(row, text, ws):
 @pytest.mark.parametrize("row", rows_with("outputs", "folders"), ids=ids(rows_with("outputs", "folders")))
 def test_an_output_another_run_is_writing_is_refused(row, ws):
     placeholder = (row.outputs + row.folders)[0]
-    target = output_value(ws, placeholder) + row.lock_suffix
+    target = output_value(ws, placeholder) + row.lock_suffix(placeholder)
     folder = placeholder in row.folders
     if folder:
         os.mkdir(target)
@@ -318,10 +359,89 @@ def test_interrupted_while_writing_leaves_nothing_half_written(row, ws, monkeypa
     assert result.exit_code == 130, (result.output, result.exception)
     assert "Traceback" not in result.output and "mosesrnn: interrupted" in result.stderr
     left = set(snapshot(ws)) - set(before)
-    if row.name == "score" and "--resume" in result.stderr:  # kept after a checkpoint, to continue
+    if row.name == "score" and "run the same command to continue" in result.stderr:  # kept, to continue
         assert left == {"out.txt.part", "out.txt.progress.json"}
     elif row.name in ("train", "lm train"):  # an interrupted training keeps its state to continue
         assert all(name.startswith("outdir/") for name in left)
     else:
         assert left == set(), f"left behind: {left}"
     assert {name: digest for name, digest in snapshot(ws).items() if name in before} == before
+
+
+# -- what each command's parameters declare ---------------------------------------------------------
+
+
+def _wrong_kind_cases() -> list[tuple[Row, str]]:
+    return [(row, placeholder) for row in COMMANDS for role, placeholder in row.roles()
+            if role.name == "model" and role.model_kind is not None]
+
+
+@pytest.mark.parametrize("row,placeholder", _wrong_kind_cases(), ids=[f"{ids([r])[0]}-{p}" for r, p in
+                                                                       _wrong_kind_cases()])
+def test_a_model_of_the_other_kind_is_one_line(row, placeholder, ws):
+    role = next(role for role, name in row.roles() if name == placeholder)
+    other = ws / ("model.pt" if role.model_kind == CSLM_KIND else "lm.pt")
+    before = snapshot(ws)
+    result = run(row, ws, **{placeholder: str(other)})
+    wanted = "not a CSLM" if role.model_kind == CSLM_KIND else "not an RNN Encoder-Decoder"
+    assert_refused(result, before, snapshot(ws), str(other), wanted)
+
+
+def _inside_cases() -> list[tuple[Row, str, str]]:
+    """(row, input placeholder, name inside its output folder) for every row writing into a folder."""
+    cases = []
+    for row in COMMANDS:
+        inside = [(placeholder, role.inside) for role, placeholder in row.roles() if role.inside]
+        inputs = row.inputs
+        if inside and inputs:
+            cases.append((row, inputs[-1], next(name for name in inside[0][1] if "." in name)))
+    return cases
+
+
+@pytest.mark.parametrize("row,placeholder,name", _inside_cases(), ids=[f"{ids([r])[0]}-{p}" for r, p, _ in
+                                                                        _inside_cases()])
+def test_an_input_that_the_run_writes_inside_its_output_folder_is_refused(row, placeholder, name, ws):
+    """``lm train CORPUS -o lm/ --valid lm/best.pt`` would train on, then overwrite, its own validation text."""
+    folder = Path(workspace_files(ws)[row.folders[0]])
+    folder.mkdir()
+    inside = folder / name
+    shutil.copy(workspace_files(ws)[placeholder], inside)
+    before = snapshot(ws)
+    result = run(row, ws, **{placeholder: str(inside)})
+    assert_refused(result, before, snapshot(ws), str(inside), "which this run writes")
+
+
+def _input_cases() -> list[tuple[Row, str]]:
+    return [(row, placeholder) for row in COMMANDS for placeholder in row.inputs]
+
+
+@pytest.mark.parametrize("row,placeholder", _input_cases(), ids=[f"{ids([r])[0]}-{p}" for r, p in _input_cases()])
+def test_an_empty_input_gives_a_result_or_one_line(row, placeholder, ws):
+    """An empty file is read as what it is: an empty table scores to an empty table, an empty text has no
+    perplexity (exit 1, the file named); never a traceback, a ``nan``, or a file half-written."""
+    path = Path(workspace_files(ws)[placeholder])
+    path.write_bytes(b"")
+    before = snapshot(ws)
+    result = run(row, ws)
+    assert result.exit_code in (0, 1), (result.exit_code, result.output, result.exception)
+    assert "Traceback" not in result.output and "nan" not in result.output.lower().split()
+    if result.exit_code == 1:
+        assert_refused(result, before, snapshot(ws), str(path))
+
+
+def _state_cases() -> list[Row]:
+    return [row for row in COMMANDS if any("state.pt" in role.inside for role, _ in row.roles())]
+
+
+@pytest.mark.parametrize("kind", ["text", "foreign pickle", "truncated"])
+@pytest.mark.parametrize("row", _state_cases(), ids=ids(_state_cases()))
+def test_a_damaged_training_state_is_one_line(row, kind, ws):
+    import pickle
+    folder = Path(workspace_files(ws)[row.folders[0]])
+    assert run(row, ws).exit_code == 0  # a run to continue
+    state = folder / "state.pt"
+    state.write_bytes({"text": b"not a state\n", "foreign pickle": pickle.dumps({"version": print}),
+                       "truncated": state.read_bytes()[:100]}[kind])
+    before = snapshot(ws)
+    result = run(row, ws, **({"outdir": str(folder)}))
+    assert_refused(result, before, snapshot(ws), f"{state} is not a training state to resume from", "--restart")

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 from conftest import SHARED_DATA, shared_file
 
-from moses_integration.cli import moses_ini
-from moses_integration.ini_paths import absolute_paths, file_paths, write_absolute_paths
-from moses_integration.ini_text import parse_ini
-from moses_integration.mert import relative_paths
+from moses_integration.ini_paths import absolute_paths, file_paths
+from moses_integration.mert_moses import relative_paths
+from mosesrnn.cli.moses import moses_ini
+from mosesrnn.formats.moses_ini import parse_ini
 
 DATA = Path(__file__).parent / "data" / "moses"
 REAL_INIS = sorted((DATA / "moses-ini").glob("*.ini")) + [DATA / "mini-system-fr-en.moses.ini",
@@ -72,7 +72,8 @@ def test_mini_system_resolves_against_its_folder():
 
 def test_runnable_tatoeba_system_resolves_dot_dot_and_finds_every_file(tmp_path):
     ini = shared_file(TATOEBA_SYSTEM)
-    changes = write_absolute_paths(str(ini), str(tmp_path / "moses.ini"), str(ini.parent))
+    text, changes = absolute_paths(ini.read_text(), str(ini.parent))
+    (tmp_path / "moses.ini").write_text(text)
     root = ini.parent.parent
     assert [(c.old, c.new, c.exists) for c in changes] == [
         ("../phrase-table.gz", f"{root}/phrase-table.gz", True),
@@ -172,5 +173,5 @@ def test_a_path_with_a_space_is_refused(how, tmp_path):
         if how == "table":
             update_moses_ini(str(ini), str(table), str(output), features=["rnn", "unk"])
         else:
-            write_absolute_paths(str(ini), str(output), str(folder))
+            absolute_paths(ini.read_text(), str(folder))
     assert not output.exists()

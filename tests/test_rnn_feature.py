@@ -6,13 +6,14 @@ import pytest
 import torch
 from scoring_helpers import TABLE, save_tiny_model
 
+from mosesrnn.encdec.batching import pad
+from mosesrnn.encdec.config import ModelConfig
+from mosesrnn.encdec.model import EncoderDecoder
+from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.scoring import group_by_source, length_batches
 from mosesrnn.features.registry import describe
-from mosesrnn.features.rnn import RNNFeature, group_by_source, length_batches
+from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries, table_value
-from mosesrnn.models.batching import pad
-from mosesrnn.models.config import ModelConfig
-from mosesrnn.models.encdec import EncoderDecoder
-from mosesrnn.models.model_file import load_trained_model
 
 torch.set_num_threads(1)
 
@@ -181,10 +182,11 @@ def test_rnn_and_rnn_rev_in_one_pass(model_path, tmp_path):
 
 
 def test_rnn_rev_needs_the_other_direction(model_path):
-    from mosesrnn.features.registry import FeatureOptions, build_features
-    options = FeatureOptions(model=model_path, reverse_model=model_path)
+    from mosesrnn.features.options import FeatureOptions
+    from mosesrnn.features.selection import select_features
+    options = FeatureOptions(features="rnn,rnn-rev", model=model_path, reverse_model=model_path)
     with pytest.raises(ValueError, match="trained source-to-target .* rnn-rev needs a model trained "
                                          "target-to-source .*--direction target-to-source"):
-        build_features(["rnn", "rnn-rev"], options)
+        select_features(options)
     with pytest.raises(ValueError, match="rnn-rev feature needs a model file \\(--reverse-model MODEL\\)"):
-        build_features(["rnn-rev"], FeatureOptions(model=model_path))
+        select_features(FeatureOptions(features="rnn-rev", model=model_path))

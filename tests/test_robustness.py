@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from scoring_helpers import TABLE, save_tiny_model
 
 from mosesrnn.cli import main
+from mosesrnn.encdec.model_file import load_trained_model
 from mosesrnn.formats.phrase_table import PhraseTableError, parse_line, read_entries
-from mosesrnn.models.model_file import load_trained_model
 
 torch.set_num_threads(1)
 
@@ -188,7 +188,7 @@ def test_ctrl_c_keeps_the_work_and_says_how_to_resume(tmp_path):
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
-    assert "--resume to continue at line" in stderr and "Traceback" not in stderr
+    assert "run the same command to continue at line" in stderr and "Traceback" not in stderr
     assert (tmp_path / "out.gz.part").exists() and (tmp_path / "out.gz.progress.json").exists()
     resumed = CliRunner().invoke(main, args[:] + ["--resume"])
     assert resumed.exit_code == 0, resumed.output
@@ -228,5 +228,5 @@ def test_training_logs_each_validation_when_not_on_a_terminal(tmp_path):
 
 def test_main_help_shows_the_whole_job():
     output = CliRunner().invoke(main, ["--help"]).output
-    for command in ("mosesrnn train", "mosesrnn score", "mosesrnn moses-ini", "mosesrnn mert-moses"):
+    for command in ("mosesrnn train", "mosesrnn score", "mosesrnn moses-ini", "mosesrnn tune"):
         assert command in output

@@ -1,4 +1,4 @@
-"""Tests of mosesrnn.search and the sample / translate / augment commands, on tiny random models."""
+"""Tests of mosesrnn.encdec.search and the sample / translate / augment commands, on tiny random models."""
 import itertools
 import math
 from types import SimpleNamespace
@@ -8,13 +8,13 @@ import torch
 from click.testing import CliRunner
 from scoring_helpers import TABLE, save_tiny_model
 
-from mosesrnn import search
 from mosesrnn.cli import main
+from mosesrnn.encdec import search
+from mosesrnn.encdec.batching import pad
+from mosesrnn.encdec.generate import Searcher, Translation, nbest_line
+from mosesrnn.encdec.model_file import load_trained_model
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
-from mosesrnn.generate import Searcher, Translation, nbest_line
-from mosesrnn.models.batching import pad
-from mosesrnn.models.model_file import load_trained_model
 from mosesrnn.pipeline.augment import augment_table
 from mosesrnn.text.vocab import EOS_ID, UNK_ID
 
@@ -117,18 +117,18 @@ def test_searcher_ranks_distinct_samples_and_keeps_empty_lines(trained):
 
 
 def test_nbest_line_is_moses_format():
-    from mosesrnn.generate import Translation
+    from mosesrnn.encdec.generate import Translation
     assert nbest_line(0, Translation("la maison", -3.25, -1.0833333)) == "0 ||| la maison ||| RNN0= -3.25 ||| -1.08333"
 
 
 def test_translate_command_writes_one_best_and_nbest(tmp_path):
     model = save_tiny_model(str(tmp_path / "m.pt"))
     (tmp_path / "in.txt").write_text("the house\n\ni am here .\n")
-    one = CliRunner().invoke(main, ["translate", "-m", model, "--input", str(tmp_path / "in.txt"), "--beam", "3", "-q"])
+    one = CliRunner().invoke(main, ["translate", "-m", model, str(tmp_path / "in.txt"), "--beam", "3", "-q"])
     assert one.exit_code == 0, one.output
     assert len(one.output.splitlines()) == 3 and one.output.splitlines()[1] == ""
     out = tmp_path / "out.nbest"
-    result = CliRunner().invoke(main, ["translate", "-m", model, "--input", str(tmp_path / "in.txt"), "--beam", "3",
+    result = CliRunner().invoke(main, ["translate", "-m", model, str(tmp_path / "in.txt"), "--beam", "3",
                                        "--nbest", "2", "--length-normalize", "-o", str(out), "-q"])
     assert result.exit_code == 0, result.output
     lines = out.read_text().splitlines()

@@ -9,18 +9,18 @@ from conftest import DATA
 from scoring_helpers import TABLE, TINY
 
 from mosesrnn.cli import main
+from mosesrnn.encdec.config import ModelConfig
+from mosesrnn.encdec.data import load_table
+from mosesrnn.encdec.model import EncoderDecoder
+from mosesrnn.encdec.model_file import TrainedModel, load_trained_model, save_trained_model
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.nbest import parse_line
 from mosesrnn.formats.phrase_table import read_entries, table_value
-from mosesrnn.models.config import ModelConfig
-from mosesrnn.models.encdec import EncoderDecoder
-from mosesrnn.models.model_file import TrainedModel, load_trained_model, save_trained_model
 from mosesrnn.pipeline.nbest import Hypothesis
 from mosesrnn.text.codec import Codec, CodecPair
 from mosesrnn.text.subwords import load_vocab_dir, piece_vocabulary, save_vocab_dir, train_subwords
 from mosesrnn.text.tokenizers import SentencePieceTokenizer, tokenizer_from_dict, words
 from mosesrnn.text.vocab import UNK_ID, VocabularyPair, unique_pairs
-from mosesrnn.train.data import load_table
 
 torch.set_num_threads(1)
 PIECES = 400  # 3 reserved + 256 bytes + the characters of the 3k table + some pieces

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from mosesrnn.cli import main
 from mosesrnn.cli.common import parse_duration
-from mosesrnn.models.model_file import load_trained_model
-from mosesrnn.train.data import PairSet, load_table
-from mosesrnn.train.trainer import TrainConfig, evaluate, train, unigram_perplexity
+from mosesrnn.encdec.data import PairSet, load_table
+from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.task import TrainConfig, evaluate, train, unigram_perplexity
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 TABLE = os.path.join(DATA, "tatoeba.en-fr.3k.gz")
@@ -101,7 +101,7 @@ def test_interrupt_saves_and_resumes_exactly(tmp_path):
 
 
 def test_sigint_stops_a_running_training_and_saves(tmp_path):
-    script = ("import logging, sys; from mosesrnn.train.trainer import TrainConfig, train; "
+    script = ("import logging, sys; from mosesrnn.encdec.task import TrainConfig, train; "
               f"r = train(TrainConfig(output_dir={str(tmp_path)!r}, table={TABLE!r}, valid_share=0.1, "
               f"valid_every=5, model_overrides={TINY!r}, quiet=True, threads=1)); "
               "print(r.stop_reason, r.updates)")
@@ -175,7 +175,7 @@ def test_cli_trains_on_a_corpus_in_reverse(tmp_path):
 @pytest.mark.parametrize("make_args, message", [
     (lambda d: [str(d / "missing.gz")], "no such file"),
     (lambda d: [_malformed(d)], "bad.txt:2"),
-    (lambda d: [], "exactly one of"),
+    (lambda d: [], "give a phrase TABLE or --corpus SRC TRG"),
     (lambda d: [TABLE, "--max-time", "soon"], "not a duration"),
 ])
 def test_cli_reports_bad_input(tmp_path, make_args, message):

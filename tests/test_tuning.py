@@ -10,6 +10,7 @@ from sacrebleu.metrics.bleu import BLEU
 
 from mosesrnn.cli.tuning import mert as mert_command
 from mosesrnn.cli.tuning import rerank as rerank_command
+from mosesrnn.formats.moses_ini import read_weights, weights_text
 from mosesrnn.formats.nbest import NbestError, group_by_sentence, read_nbest
 from mosesrnn.tuning.bleu import BleuStatistics, bleu_scores
 from mosesrnn.tuning.envelope import upper_envelope, upper_envelopes
@@ -17,7 +18,7 @@ from mosesrnn.tuning.mert import MertOptions, evaluate, line_search, mert
 from mosesrnn.tuning.moses_stats import read_moses_init, read_moses_stats
 from mosesrnn.tuning.problem import TuningProblem, load_nbest
 from mosesrnn.tuning.rerank import rerank
-from mosesrnn.tuning.weights import format_weights, read_weights, weights_vector
+from mosesrnn.tuning.vectors import named_weights, weights_vector
 
 DATA = Path(__file__).parent / "data" / "nbest"
 TATOEBA = [str(DATA / "tatoeba.dev30.untuned.100best.gz"), str(DATA / "tatoeba.dev30.mert-iter1.100best.gz")]
@@ -162,7 +163,7 @@ def test_pooled_lists_and_the_decoders_weights(tatoeba):
 def test_weights_file_round_trip_and_moses_ini(tmp_path):
     groups = (("LM0", 1), ("TranslationModel0", 2))
     path = tmp_path / "w.txt"
-    path.write_text(format_weights(groups, np.array([0.5, -0.25, 0.125])))
+    path.write_text(weights_text(named_weights(groups, np.array([0.5, -0.25, 0.125]))))
     assert path.read_text() == "LM0= 0.5\nTranslationModel0= -0.25 0.125\n"
     ini = tmp_path / "moses.ini"
     ini.write_text("[feature]\nKENLM name=LM0\n\n[weight]\n# comment\nLM0= 0.5\nWordPenalty0= -1\n[other]\nx\n")

@@ -10,7 +10,7 @@ def _entries(*lines):
 
 
 def test_reserved_ids_come_first_and_match_the_model():
-    from mosesrnn.models.config import EOS_ID, PAD_ID, UNK_ID
+    from mosesrnn.encdec.config import EOS_ID, PAD_ID, UNK_ID
     vocabulary = Vocabulary(["the", "house"])
     assert [vocabulary.stoi[s] for s in (PAD, UNK, EOS)] == [PAD_ID, UNK_ID, EOS_ID]
     assert vocabulary.ids(["the", "castle", "house"]) == [3, UNK_ID, 4]

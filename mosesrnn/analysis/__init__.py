@@ -5,5 +5,20 @@
 - :mod:`.topk`: the targets the RNN ranks highest among a phrase table's candidates (C14 Table 2);
 - :mod:`.report`: the RNN column of a scored table against the translation model's (C14 Fig. 3).
 
-Plots use matplotlib (Agg backend) and projections scikit-learn; both are imported only when used.
+Plots use matplotlib (Agg backend); projections scikit-learn and rank correlation SciPy, the `analysis` extra
+(`pip install mosesrnn[analysis]`), imported only when used.
 """
+
+import importlib
+
+__all__ = ["optional"]
+
+
+def optional(module: str):
+    """Import ``module`` of the ``analysis`` extra (scikit-learn, SciPy), or say in one line how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        package = {"sklearn": "scikit-learn", "scipy": "SciPy"}.get(module.split(".")[0], module)
+        raise ValueError(f"this needs {package}, which mosesrnn installs as an extra: pip install "
+                         f"'mosesrnn[analysis]'") from None

@@ -12,10 +12,12 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..models.batching import pad
-from ..models.model_file import TrainedModel
-from ..plots import display_text, save_png
+from ..encdec.batching import pad
+from ..encdec.model_file import TrainedModel
+from ..io.figures import save_png
+from ..text.escapes import display_text
 from ..text.vocab import RESERVED
+from . import optional
 
 __all__ = ["word_vectors", "phrase_vectors", "project", "neighbours", "PROJECTIONS", "plot_map"]
 
@@ -46,12 +48,11 @@ def phrase_vectors(trained: TrainedModel, phrases: Sequence[str], batch_size: in
 def project(vectors: np.ndarray, method: str = "tsne", seed: int = 1) -> np.ndarray:
     """2-D coordinates of ``vectors`` (N, D) by PCA or t-SNE (scikit-learn), shape (N, 2)."""
     if method == "pca":
-        from sklearn.decomposition import PCA
-        return PCA(n_components=2, random_state=seed).fit_transform(vectors)
+        return optional("sklearn.decomposition").PCA(n_components=2, random_state=seed).fit_transform(vectors)
     if method == "tsne":
-        from sklearn.manifold import TSNE
         perplexity = min(30.0, max(2.0, (len(vectors) - 1) / 3))
-        return TSNE(n_components=2, init="pca", perplexity=perplexity, random_state=seed).fit_transform(vectors)
+        tsne = optional("sklearn.manifold").TSNE(n_components=2, init="pca", perplexity=perplexity, random_state=seed)
+        return tsne.fit_transform(vectors)
     raise ValueError(f"projection must be one of {', '.join(PROJECTIONS)}, not {method!r}")
 
 

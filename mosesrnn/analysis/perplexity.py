@@ -13,8 +13,8 @@ import random
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
-from ..features.rnn import RNNFeature
-from ..models.model_file import TrainedModel
+from ..encdec.model_file import TrainedModel
+from ..encdec.scoring import PairScorer
 
 __all__ = ["TextPair", "PerplexityResult", "perplexity", "shuffled"]
 
@@ -62,9 +62,9 @@ def perplexity(trained: TrainedModel, pairs: Sequence[TextPair], *, seed: int = 
     pairs = [pair for pair in pairs if pair.source.strip() and pair.target.strip()]
     if not pairs:
         raise ValueError("no pair with both a source and a target")
-    feature = RNNFeature(trained, device=device, batch_tokens=batch_tokens)
+    scorer = PairScorer(trained, device=device, batch_tokens=batch_tokens)
     output_side = 1 if trained.direction == "source-to-target" else 0  # the input side is shuffled
     tokens = sum(len(trained.output_codec.ids(pair[output_side])) + 1 for pair in pairs)
-    nll = -math.fsum(feature.values(pairs))
-    shuffled_nll = -math.fsum(feature.values(shuffled(pairs, seed, 1 - output_side)))
+    nll = -math.fsum(scorer.log_probs(pairs))
+    shuffled_nll = -math.fsum(scorer.log_probs(shuffled(pairs, seed, 1 - output_side)))
     return PerplexityResult(len(pairs), tokens, nll, shuffled_nll, seed)

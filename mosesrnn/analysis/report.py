@@ -9,16 +9,17 @@ index 2, which C14 calls p(f | e) (their f is the target). Rank correlation: Spe
 """
 from __future__ import annotations
 
-import json
 import math
-import os
 import random
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..formats.phrase_table import read_entries, score_column
-from ..plots import display_text, save_png
+from ..formats.sidecar import read_sidecar
+from ..io.figures import save_png
+from ..text.escapes import display_text
+from . import optional
 
 __all__ = ["ColumnPair", "read_columns", "rnn_column_index", "spearman", "plot_report", "TM_COLUMN"]
 
@@ -38,14 +39,10 @@ class ColumnPair:
 def rnn_column_index(path: str) -> int | None:
     """The rnn column's index, counted from the end (negative), from the ``.json`` sidecar that
     `mosesrnn score` writes (its ``appended_columns`` are the last columns, in order); None without one."""
-    sidecar = path + ".json"
-    if not os.path.exists(sidecar):
+    sidecar = read_sidecar(path)
+    if sidecar is None:
         return None
-    try:
-        with open(sidecar, encoding="utf-8") as stream:
-            names = list(json.load(stream).get("appended_columns") or [])
-    except (ValueError, AttributeError, TypeError) as error:
-        raise ValueError(f"{sidecar}: not a sidecar of `mosesrnn score` ({error})") from None
+    names = list(sidecar.appended_columns)
     return names.index("rnn") - len(names) if "rnn" in names else None
 
 
@@ -82,8 +79,7 @@ def read_columns(path: str, rnn_column: int | None = None, tm_column: int = TM_C
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman's rank correlation (ties get average ranks)."""
-    from scipy.stats import spearmanr
-    return float(spearmanr(x, y).statistic)
+    return float(optional("scipy.stats").spearmanr(x, y).statistic)
 
 
 def plot_report(columns: ColumnPair, path: str, title: str, max_points: int = 50000, seed: int = 1) -> float:

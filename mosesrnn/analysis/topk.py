@@ -13,10 +13,9 @@ import random
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..features.rnn import RNNFeature
-from ..formats.phrase_table import PhraseEntry, score_column
-from ..models.model_file import TrainedModel
-from ..pipeline.augment import source_groups
+from ..encdec.model_file import TrainedModel
+from ..encdec.scoring import PairScorer
+from ..formats.phrase_table import PhraseEntry, score_column, source_groups
 from ..text.tokenizers import words
 from .report import TM_COLUMN
 
@@ -77,7 +76,7 @@ def _checked(groups: Iterable[list[PhraseEntry]], path: str, tm_column: int) -> 
 def rank_candidates(trained: TrainedModel, groups: Sequence[list[PhraseEntry]], k: int = 3,
                     tm_column: int = TM_COLUMN, device: str = "cpu") -> list[Ranking]:
     """Each group's ``k`` best targets by the table's column and by the RNN."""
-    values = iter(RNNFeature(trained, device=device).values([entry for group in groups for entry in group]))
+    values = iter(PairScorer(trained, device=device).log_probs([entry for group in groups for entry in group]))
     rankings = []
     for group in groups:
         candidates = [Candidate(entry.target, entry.scores[tm_column], next(values)) for entry in group]

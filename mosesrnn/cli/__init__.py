@@ -9,13 +9,15 @@ import sys
 
 import click
 
-from .. import __version__
+from ..version import __version__
 from .analysis import embed, perplexity, report, topk
 from .common import CommandGroup
 from .generate import augment, sample, translate
 from .lm import lm
 from .merge import merge
+from .moses import binarize, mert_report, moses_ini, tune
 from .nbest import nbest
+from .prune import prune
 from .score import score
 from .train import train
 from .tuning import mert, rerank
@@ -35,7 +37,7 @@ def main() -> None:
       mosesrnn train phrase-table.gz -o model/ --max-time 2h
       mosesrnn score phrase-table.gz -m model/best.pt -o scored.gz
       mosesrnn moses-ini moses.ini --table $PWD/scored.gz -o moses.rnn.ini
-      mosesrnn mert-moses dev.src dev.ref moses.rnn.ini --work-dir tune/
+      mosesrnn tune dev.src dev.ref moses.rnn.ini --baseline moses.ini --test-src test.src --test-ref test.ref
 
     Logs go to stderr, data to stdout or the -o file. Gzip (.gz) is read and written
     transparently; '-' means stdin/stdout.
@@ -45,21 +47,17 @@ def main() -> None:
 
 #: ``mosesrnn --help`` lists the commands in these groups, in this order (as ``git help`` does).
 SECTIONS = (
-    ("The main job", (vocab, train, score, merge)),
+    ("The main job", (vocab, train, score, merge, prune)),
+    ("Moses", (moses_ini, binarize, tune, mert_report)),
     ("The neural language model (CSLM)", (lm,)),
     ("n-best lists", (nbest, mert, rerank)),
     ("Generation and analysis", (translate, sample, augment, topk, perplexity, embed, report)),
 )
-#: moses_integration is the only code that calls Moses; its commands join this group on first use.
-MOSES_COMMANDS = {name: f"moses_integration.cli:{name.replace('-', '_')}"
-                  for name in ("moses-ini", "binarize", "mert-moses", "mert-report")}
 
 for _, _commands in SECTIONS:
     for _command in _commands:
         main.add_command(_command)
-main.lazy_commands = MOSES_COMMANDS
 main.sections = [(title, [c.name for c in commands]) for title, commands in SECTIONS]
-main.sections.insert(1, ("Moses", list(MOSES_COMMANDS)))
 
 
 def run() -> None:

@@ -6,18 +6,21 @@ import os
 
 import click
 
-from ..formats.compressed import atomic_text_output
 from ..formats.text_file import read_lines
-from ..job import Job
-from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, Command, load_model, setup_logging
-from .generate import MODEL
+from ..io.compressed import atomic_text_output
+from .common import DEVICE, ENCODING, QUIET, THREADS, Command, load_model, setup_logging
+from .generate import MODEL_OPTION
+from .paths import ANY_MODEL, INPUT, OUTPUT, input_with, output_prefix_of
 
 log = logging.getLogger("mosesrnn")
 
+#: What ``embed`` writes: the map, its points, the nearest neighbours.
+EMBED_SUFFIXES = (".png", ".tsv", ".neighbours.txt")
+
 
 @click.command(cls=Command)
-@click.argument("table", type=TABLE)
-@MODEL
+@click.argument("table", type=INPUT)
+@MODEL_OPTION
 @click.option("-k", default=3, show_default=True, type=click.IntRange(1), help="Targets listed per ranker.")
 @click.option("--source", "sources", multiple=True, metavar="PHRASE", help="A source phrase to list (repeatable).")
 @click.option("--num-sources", default=10, show_default=True, type=click.IntRange(1),
@@ -30,7 +33,7 @@ log = logging.getLogger("mosesrnn")
 @click.option("--tm-column", default=2, show_default=True, type=int,
               help="0-based score column of the translation model's p(target | source): Moses' third "
                    "score p(e|f) in its order p(f|e) lex(f|e) p(e|f) lex(e|f), f the source.")
-@click.option("--tsv", type=TABLE, help="Also write the lists as TSV here.")
+@click.option("--tsv", type=OUTPUT, help="Also write the lists as TSV here.")
 @DEVICE
 @THREADS
 @ENCODING
@@ -45,20 +48,21 @@ def topk(table, model_path, k, sources, num_sources, min_words, min_candidates, 
     """
     from ..analysis.topk import choose_groups, rank_candidates, text_report, tsv_lines
     setup_logging(quiet)
-    with Job(inputs=[table, model_path], outputs=[tsv]):
-        trained, device = load_model(model_path, device, threads)
-        groups = choose_groups(table, sources=list(sources) or None, count=num_sources, min_words=min_words,
-                               min_candidates=min_candidates, seed=seed, encoding=encoding, tm_column=tm_column)
-        rankings = rank_candidates(trained, groups, k=k, tm_column=tm_column, device=device)
-        if tsv:
-            with atomic_text_output(tsv) as stream:
-                stream.writelines(line + "\n" for line in tsv_lines(rankings))
+    trained, device = load_model(model_path, device, threads)
+    groups = choose_groups(table, sources=list(sources) or None, count=num_sources, min_words=min_words,
+                           min_candidates=min_candidates, seed=seed, encoding=encoding, tm_column=tm_column)
+    rankings = rank_candidates(trained, groups, k=k, tm_column=tm_column, device=device)
+    if tsv:
+        with atomic_text_output(tsv) as stream:
+            stream.writelines(line + "\n" for line in tsv_lines(rankings))
     click.echo(text_report(rankings))
 
 
 @click.command(cls=Command)
-@MODEL
-@click.argument("inputs", nargs=-1, required=True, type=TABLE, metavar="SRC TRG | TABLE")
+@click.option("-m", "--model", "model_path", required=True, type=ANY_MODEL,
+              help="An RNN Encoder-Decoder file from `mosesrnn train` (INPUTS: SRC TRG or a TABLE) or a CSLM file "
+                   "from `mosesrnn lm train` (INPUTS: target-language texts).")
+@click.argument("inputs", nargs=-1, required=True, type=INPUT, metavar="SRC TRG | TABLE | TEXT...")
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed of the source shuffle.")
 @click.option("--max-pairs", type=click.IntRange(1), help="Use the first N pairs (a table: its first N unique pairs).")
 @DEVICE
@@ -66,25 +70,49 @@ def topk(table, model_path, k, sources, num_sources, min_words, min_candidates, 
 @ENCODING
 @QUIET
 def perplexity(model_path, inputs, seed, max_pairs, device, threads, encoding, quiet):
-    """Per-token perplexity of the gold targets, and with the sources shuffled across pairs.
+    """Per-token perplexity of held-out text under a model of either kind.
 
-    INPUTS: a tokenised parallel corpus (SRC TRG, line i translating line i), or a phrase table
-    (its unique pairs). The shuffled control tells how much the model uses the source.
+    \b
+    An RNN Encoder-Decoder: the gold targets of a tokenised parallel corpus (SRC TRG, line i translating
+    line i) or of a phrase table's unique pairs, and the same with the sources shuffled across pairs
+    (the shuffled control tells how much the model uses the source).
+    A CSLM: each tokenised TEXT (words and </s>), and how self-normalised the model is there (log Z).
 
     \b
     Example:
       mosesrnn perplexity -m sent-model/best.pt test.tok.en test.tok.fr
+      mosesrnn perplexity -m lm/best.pt test.tok.fr
     """
+    from ..io.model_store import model_kind
+    from ..io.roles import CSLM
+    setup_logging(quiet)
+    if model_kind(model_path) == CSLM:
+        return _language_model_perplexity(model_path, inputs, threads, encoding)
     from ..analysis.perplexity import TextPair
     from ..analysis.perplexity import perplexity as compute
-    setup_logging(quiet)
     if len(inputs) not in (1, 2):
         raise click.UsageError("give SRC TRG (two files) or one phrase table")
-    with Job(inputs=[model_path, *inputs]):
-        pairs = _pairs(inputs, encoding, TextPair)[:max_pairs]
-        trained, device = load_model(model_path, device, threads)
-        result = compute(trained, pairs, seed=seed, device=device)
-    click.echo(result.summary())
+    pairs = _pairs(inputs, encoding, TextPair)[:max_pairs]
+    trained, device = load_model(model_path, device, threads)
+    click.echo(compute(trained, pairs, seed=seed, device=device).summary())
+
+
+def _language_model_perplexity(model_path: str, texts, threads, encoding) -> None:
+    """``perplexity`` with a CSLM: one line per text."""
+    import torch
+
+    from ..cslm.model_file import load_language_model
+    from ..cslm.scoring import text_stats
+    if threads:
+        torch.set_num_threads(threads)
+    trained = load_language_model(model_path)
+    for path in texts:
+        sentences = read_lines(path, encoding)
+        stats = text_stats(trained, sentences, path)
+        click.echo(f"{path}: {sum(1 for text in sentences if text.strip())} sentences, {stats.tokens} tokens "
+                   f"(</s> included), {stats.unk_share:.2%} <unk>: perplexity {stats.perplexity:.2f} (<unk> as a "
+                   f"word), {stats.perplexity_known:.2f} over the shortlist's words; log Z {stats.log_z_mean:+.3f} "
+                   f"± {stats.log_z_std:.3f}")
 
 
 def _pairs(inputs, encoding, TextPair):
@@ -98,17 +126,17 @@ def _pairs(inputs, encoding, TextPair):
 
 
 @click.command(cls=Command)
-@MODEL
+@MODEL_OPTION
 @click.option("--words", "num_words", type=click.IntRange(2), help="Map the N most frequent input words' e(x).")
-@click.option("--phrases", "phrase_table", type=TABLE, help="Map the representations c of this table's sources.")
+@click.option("--phrases", "phrase_table", type=INPUT, help="Map the representations c of this table's sources.")
 @click.option("--max-phrases", default=2000, show_default=True, type=click.IntRange(2),
               help="Distinct source phrases of --phrases, drawn at random (--seed).")
 @click.option("--projection", type=click.Choice(["tsne", "pca"]), default="tsne", show_default=True)
 @click.option("--query", "queries", multiple=True, help="Items whose nearest neighbours are listed (repeatable; "
               "default: the first five).")
 @click.option("--neighbours", "k", default=5, show_default=True, type=click.IntRange(1))
-@click.option("-o", "--output", "prefix", required=True,
-              help="Output prefix: PREFIX.tsv (label, x, y), PREFIX.png and PREFIX.neighbours.txt.")
+@click.option("-o", "--output", "prefix", required=True, type=output_prefix_of(*EMBED_SUFFIXES),
+              help="Output prefix: PREFIX.png, PREFIX.tsv (label, x, y) and PREFIX.neighbours.txt.")
 @click.option("--seed", default=1, show_default=True, type=int)
 @THREADS
 @ENCODING
@@ -126,24 +154,25 @@ def embed(model_path, num_words, phrase_table, max_phrases, projection, queries,
     setup_logging(quiet)
     if (num_words is None) == (phrase_table is None):
         raise click.UsageError("give --words N or --phrases TABLE")
-    outputs = [prefix + ".png", prefix + ".tsv", prefix + ".neighbours.txt"]
-    with Job(inputs=[model_path, phrase_table], outputs=outputs):
-        trained, _ = load_model(model_path, "cpu", threads)
-        if num_words:
-            labels, vectors = embeddings.word_vectors(trained, num_words)
-        else:
-            labels = _distinct_sources(phrase_table, max_phrases, encoding, seed)
-            vectors = embeddings.phrase_vectors(trained, labels)
-        points = embeddings.project(vectors, projection, seed)
-        what = "word embeddings e(x)" if num_words else "phrase representations c"
-        embeddings.plot_map(points, labels, outputs[0], f"{projection.upper()} of {len(labels)} {what} "
-                            f"({os.path.basename(model_path)})")
-        with atomic_text_output(outputs[1]) as stream:
-            stream.write("label\tx\ty\n")
-            stream.writelines(f"{label}\t{x:.4f}\t{y:.4f}\n" for label, (x, y) in zip(labels, points))
-        report = [_neighbour_line(embeddings, labels, vectors, query, k) for query in (queries or labels[:5])]
-        with atomic_text_output(outputs[2]) as stream:
-            stream.write("\n".join(report) + "\n")
+    outputs = [prefix + suffix for suffix in EMBED_SUFFIXES]
+    trained, _ = load_model(model_path, "cpu", threads)
+    if num_words:
+        labels, vectors = embeddings.word_vectors(trained, num_words)
+    else:
+        labels = _distinct_sources(phrase_table, max_phrases, encoding, seed)
+        if len(labels) < 2:
+            raise ValueError(f"{phrase_table}: {len(labels)} source phrase(s), too few to map (at least 2)")
+        vectors = embeddings.phrase_vectors(trained, labels)
+    points = embeddings.project(vectors, projection, seed)
+    what = "word embeddings e(x)" if num_words else "phrase representations c"
+    embeddings.plot_map(points, labels, outputs[0], f"{projection.upper()} of {len(labels)} {what} "
+                        f"({os.path.basename(model_path)})")
+    with atomic_text_output(outputs[1]) as stream:
+        stream.write("label\tx\ty\n")
+        stream.writelines(f"{label}\t{x:.4f}\t{y:.4f}\n" for label, (x, y) in zip(labels, points))
+    report = [_neighbour_line(embeddings, labels, vectors, query, k) for query in (queries or labels[:5])]
+    with atomic_text_output(outputs[2]) as stream:
+        stream.write("\n".join(report) + "\n")
     click.echo("\n".join(report))
     log.info("wrote %s.tsv, %s.png, %s.neighbours.txt", prefix, prefix, prefix)
 
@@ -174,8 +203,8 @@ def _distinct_sources(path: str, limit: int, encoding: str, seed: int) -> list[s
 
 
 @click.command(cls=Command)
-@click.argument("table", type=TABLE)
-@click.option("-o", "--output", required=True, help="The PNG (scatter and histograms).")
+@click.argument("table", type=input_with(".json"))
+@click.option("-o", "--output", required=True, type=OUTPUT, help="The PNG (scatter and histograms).")
 @click.option("--rnn-column", type=int, help="0-based column of the RNN score (default: from TABLE.json, else last).")
 @click.option("--tm-column", default=2, show_default=True, type=int,
               help="0-based column of the translation model's p(target | source) (Moses' third score).")
@@ -194,9 +223,8 @@ def report(table, output, rnn_column, tm_column, max_lines, max_points, encoding
     """
     from ..analysis.report import plot_report, read_columns
     setup_logging(quiet)
-    with Job(inputs=[table], outputs=[output]):
-        columns = read_columns(table, rnn_column, tm_column, max_lines, encoding)
-        rho = plot_report(columns, output, os.path.basename(table), max_points)
+    columns = read_columns(table, rnn_column, tm_column, max_lines, encoding)
+    rho = plot_report(columns, output, os.path.basename(table), max_points)
     click.echo(f"{columns.lines} lines: Spearman rho(RNN column {columns.rnn_column + 1}, TM column "
                f"{columns.tm_column + 1}) = {rho:.4f}; mean log p: RNN {columns.rnn.mean():.3f}, "
                f"TM {columns.tm.mean():.3f}; plot: {output}")

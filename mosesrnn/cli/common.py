@@ -1,28 +1,30 @@
-"""What the commands share: option types, logging to stderr, and library errors as clean CLI errors."""
+"""What the commands share: their job, option types, logging to stderr, and library errors as clean CLI errors."""
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 import sys
+from typing import Callable
 
 import click
 
-from ..files import describe_os_error
-from ..job import Interrupted
+from ..io.atomic import describe_os_error
+from ..io.job import Interrupted, Job
+from ..io.roles import Role
+from ..runtime import DEVICES, DTYPES
+from .paths import PathParam
 
-__all__ = ["TABLE", "ENCODING", "QUIET", "DEVICE", "DTYPE", "THREADS", "setup_logging", "Command", "CommandGroup",
-           "load_model", "parse_duration", "duration"]
+__all__ = ["ENCODING", "QUIET", "DEVICE", "DTYPE", "THREADS", "setup_logging", "Command", "CommandGroup",
+           "declared_paths", "load_model", "parse_duration", "duration"]
 
-TABLE = click.Path(dir_okay=False, allow_dash=True)
 ENCODING = click.option(
     "--encoding", default="utf-8", show_default=True,
     help="Text encoding of the phrase table; Moses tables are UTF-8. Use e.g. latin-1 to read a "
          "legacy table on purpose (the output is always UTF-8).")
 QUIET = click.option("--quiet", "-q", is_flag=True, help="No progress bar or log messages, only errors.")
-DEVICE = click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+DEVICE = click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
                       help="auto = cuda if available, else cpu.")
-DTYPE = click.option("--dtype", type=click.Choice(["fp32", "bf16", "int8", "auto"]), default="fp32", show_default=True,
+DTYPE = click.option("--dtype", type=click.Choice(DTYPES), default="fp32", show_default=True,
                      help="Precision of the matmuls: bf16 (GPUs, CPUs with AMX or AVX512-BF16), int8 (dynamic "
                           "quantisation, CPU), auto (chosen from the device and the CPU's flags, and logged). "
                           "See docs/performance.md for speed and accuracy.")
@@ -43,21 +45,52 @@ def setup_logging(quiet: bool) -> None:
         logger.propagate = False
 
 
-class Command(click.Command):
-    """A command whose errors end the same way, whichever command raised them (every mosesrnn
-    command is one: ``@click.command(cls=Command)``).
+def declared_paths(command: click.Command, params: dict) -> list[tuple[Role, str]]:
+    """``(role, path)`` of every path the command's parameters name (:mod:`mosesrnn.cli.paths`)."""
+    return [pair for param in command.params if isinstance(param.type, PathParam)
+            for pair in param.type.role.declare(params.get(param.name))]
 
-    Bad input, refused outputs and failed reads or writes (ValueError and its kinds: file:line
-    errors, model-file errors, locks; OSError; a subclass's ``user_errors``) become one line on
-    stderr and exit status 1; an interrupted run says what it kept and exits with 130. Other
-    exceptions are bugs and keep their traceback.
+
+class Command(click.Command):
+    """A command that runs inside the job its path parameters declare, and whose errors end the same way,
+    whichever command raised them (every mosesrnn command is one: ``@click.command(cls=Command)``).
+
+    Before the body runs, the :class:`~mosesrnn.io.job.Job` is built from the parameters whose types are
+    :class:`~mosesrnn.cli.paths.PathParam` (``derive``, given, first fills the paths that default to
+    others: ``binarize``'s output from its table). Bad input, refused outputs and failed reads or
+    writes (ValueError and its kinds: file:line errors, model-file errors, locks; OSError; a
+    subclass's ``user_errors``) become one line on stderr and exit status 1; an interrupted run says
+    what it kept and exits with 130. Other exceptions are bugs and keep their traceback.
     """
 
     user_errors: tuple[type[BaseException], ...] = (ValueError, OSError)
 
+    def __init__(self, *args, derive: Callable[[dict], dict] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.derive = derive
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Refuse an option given twice (click would keep the last one silently, e.g. two --cslm files)."""
+        seen: dict[str, str] = {}
+        single = {opt: param for param in self.params if isinstance(param, click.Option)
+                  and not param.multiple and not param.count for opt in param.opts + param.secondary_opts}
+        for arg in args:
+            if arg == "--":
+                break
+            name = arg.split("=", 1)[0]
+            if name in single:
+                param = single[name]
+                if param.name in seen:
+                    raise click.UsageError(f"{seen[param.name]} and {name} both given: give it once", ctx)
+                seen[param.name] = name
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            if self.derive is not None:
+                ctx.params.update(self.derive(dict(ctx.params)))
+            with Job(declared_paths(self, ctx.params)):
+                return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Interrupted as stop:
@@ -78,20 +111,6 @@ class CommandGroup(click.Group):
 
     #: (title, command names) in the order ``--help`` lists them; commands not named go under "Other".
     sections: list[tuple[str, list[str]]] = []
-    #: name -> "module:attribute" of commands imported on first use (moses_integration's commands,
-    #: whose module imports this one: importing them here eagerly would be a circular import).
-    lazy_commands: dict[str, str] = {}
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        """Every command name, the lazy ones included."""
-        return sorted({*self.commands, *self.lazy_commands})
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        """The command called ``name``, importing a lazy one the first time it is asked for."""
-        if name not in self.commands and name in self.lazy_commands:
-            module, attribute = self.lazy_commands[name].split(":")
-            self.add_command(getattr(importlib.import_module(module), attribute), name)
-        return self.commands.get(name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The commands under their section titles, each with its short help."""
@@ -119,8 +138,8 @@ def load_model(model_path: str, device: str = "auto", threads: int | None = None
     returns ``(TrainedModel, device)``. torch is imported here, so that ``--help`` stays fast."""
     import torch
 
-    from ..devices import resolve_device
-    from ..models.model_file import load_trained_model
+    from ..encdec.model_file import load_trained_model
+    from ..runtime.devices import resolve_device
     if threads:
         torch.set_num_threads(threads)
     device = resolve_device(device)

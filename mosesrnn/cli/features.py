@@ -1,73 +1,61 @@
-"""The options that choose and build feature columns, shared by ``score`` and ``nbest``."""
+"""The options that choose and build feature columns, shared by ``score`` and ``nbest``: they become one
+:class:`~mosesrnn.features.options.FeatureOptions`, which the command hands to the API."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
 import click
 
-from ..direction import DIRECTIONS
-from ..features.registry import FEATURES, FeatureOptions, default_features
-from ..features.selection import feature_names
-from ..features.unk import UNK_SIDES
+from ..encdec.direction import DIRECTIONS
+from ..features.options import UNK_SIDES, FeatureOptions
+from ..features.registry import FEATURES, default_features, parse_feature_names
 from .common import DEVICE, DTYPE, THREADS
+from .paths import CSLM_MODEL, INPUT_FOLDER, MODEL
 
-__all__ = ["FeatureRequest", "feature_options"]
-
-
-@dataclass(frozen=True)
-class FeatureRequest:
-    """What the command line asked for: which features, and how to compute them."""
-
-    model_path: str | None
-    reverse_model_path: str | None
-    vocab_dir: str | None
-    features: str | None
-    unk_side: str
-    direction: str | None
-    length_normalize: bool
-    device: str
-    dtype: str
-    batch_tokens: int
-    threads: int | None
-    lm_path: str | None = None  # n-best lists only
-
-    def __post_init__(self):
-        try:  # a bad --features is a usage error, found before any file is opened
-            feature_names(self.features, FeatureOptions(model=self.model_path, reverse_model=self.reverse_model_path,
-                                                        lm=self.lm_path))
-        except ValueError as error:
-            raise click.BadParameter(str(error), param_hint="--features") from None
+__all__ = ["feature_options"]
 
 
-    def keywords(self) -> dict:
-        """The options as keyword arguments of :func:`mosesrnn.score_table` and :func:`mosesrnn.score_nbest`
-        (torch's threads are set here: the library leaves them to its caller)."""
-        if self.threads:
-            import torch  # here, so that `mosesrnn --help` and the other commands start quickly
-            torch.set_num_threads(self.threads)
-        keywords = dict(features=self.features, model=self.model_path, reverse_model=self.reverse_model_path,
-                        vocab=self.vocab_dir, unk_side=self.unk_side, direction=self.direction,
-                        length_normalize=self.length_normalize, device=self.device, dtype=self.dtype,
-                        batch_tokens=self.batch_tokens)
-        return {**keywords, "lm": self.lm_path} if self.lm_path else keywords
+def check_feature_names(ctx, param, value):
+    """``--features rnn,unk`` checked before any file is opened (a usage error)."""
+    try:
+        return None if value is None else parse_feature_names(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def _labels(ctx, param, value):
+    """``--label rnn=RNN1`` (repeatable) as ``(feature, name)`` pairs."""
+    pairs = []
+    for text in value:
+        feature, equals, name = text.partition("=")
+        if not equals:
+            raise click.BadParameter(f"{text!r} is not FEATURE=NAME (e.g. rnn=RNN1)")
+        pairs.append((feature.strip(), name.strip()))
+    return tuple(pairs)
 
 
 def _options(encoding: str, sentences: bool) -> list:
-    lm = [click.option("--lm", "lm_path", type=click.Path(dir_okay=False, exists=True),
-                       help="A CSLM file from `mosesrnn lm train`, for the cslm feature (the hypothesis' "
-                            "log-probability under a neural target language model).")] if sentences else []
     names = [name for name, spec in FEATURES.items() if spec.tables or sentences]
-    return lm + [
-        click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False, exists=True),
+    sentence_options = [
+        click.option("--lm", type=CSLM_MODEL,
+                     help="A CSLM file from `mosesrnn lm train`, for the cslm feature (the hypothesis' "
+                          "log-probability under a neural target language model)."),
+        click.option("--label", "labels", multiple=True, callback=_labels, metavar="FEATURE=NAME",
+                     help="The name of a feature's group in the list (repeatable), e.g. --label rnn=RNN1 to add a "
+                          "second model's scores beside the first's RNN0."),
+    ] if sentences else []
+    return sentence_options + [
+        click.option("-m", "--model", type=MODEL,
                      help="A model file from `mosesrnn train` (for the rnn feature; its shortlists serve unk)."),
-        click.option("--reverse-model", "reverse_model_path", type=click.Path(dir_okay=False, exists=True),
+        click.option("--reverse-model", type=MODEL,
                      help="A second model, trained in the other direction (`train --direction "
                           "target-to-source`), for the rnn-rev feature: both directions in one pass."),
-        click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False, exists=True),
+        click.option("--vocab", type=INPUT_FOLDER,
                      help="Directory with the word shortlists from `mosesrnn vocab` (for unk without -m, or "
                           "with a subword model, which has none)."),
-        click.option("--features", help="Comma-separated features to add, in this order [default: "
+        click.option("--features", callback=check_feature_names,
+                     help="Comma-separated features to add, in this order [default: "
                      f"{','.join(default_features(True))} with -m, {','.join(default_features(True, True))} with "
                      f"--reverse-model too, else {','.join(default_features(False))}"
                      + (f"; {','.join(default_features(True, False, True))} with -m and --lm" if sentences else "")
@@ -88,18 +76,19 @@ def _options(encoding: str, sentences: bool) -> list:
 
 
 def feature_options(encoding: str, sentences: bool = False):
-    """Add the feature options to a click command, which then receives them as ``request: FeatureRequest``.
+    """Add the feature options to a click command, which then receives them as ``features: FeatureOptions``.
 
     ``encoding`` tells in ``--help`` how the values are written (e^v in a phrase table, raw in an n-best list);
-    ``sentences``: the command scores whole sentences (n-best lists), so the sentence features (--lm) join.
+    ``sentences``: the command scores whole sentences (n-best lists), so the sentence options (--lm,
+    --label) join.
     """
-    names = [f.name for f in fields(FeatureRequest) if sentences or f.name != "lm_path"]
+    names = [f.name for f in fields(FeatureOptions) if sentences or f.name not in ("lm", "labels")]
 
     def decorate(command):
         @functools.wraps(command)
         def collect(*args, **kwargs):
-            request = FeatureRequest(**{name: kwargs.pop(name) for name in names})
-            return command(*args, request=request, **kwargs)
+            options = FeatureOptions(**{name: kwargs.pop(name) for name in names})
+            return command(*args, features=options, **kwargs)
 
         for option in reversed(_options(encoding, sentences)):
             collect = option(collect)

@@ -6,36 +6,39 @@ import time
 
 import click
 
-from ..formats.compressed import atomic_text_output
 from ..formats.text_file import read_lines
-from ..job import Job
-from .common import DEVICE, DTYPE, ENCODING, QUIET, TABLE, THREADS, Command, load_model, setup_logging
+from ..io.compressed import atomic_text_output
+from .common import DEVICE, DTYPE, ENCODING, QUIET, THREADS, Command, load_model, setup_logging
+from .paths import INPUT, MODEL, OUTPUT, output_with
 
 log = logging.getLogger("mosesrnn")
 
-MODEL = click.option("-m", "--model", "model_path", required=True, type=click.Path(dir_okay=False, exists=True),
-                     help="A model file from `mosesrnn train` (phrase-level or sentence-level).")
+MODEL_OPTION = click.option("-m", "--model", "model_path", required=True, type=MODEL,
+                            help="A model file from `mosesrnn train` (phrase-level or sentence-level).")
+#: What ``augment`` writes beside its table: the new pairs, as TSV.
+NEW_PAIRS = ".new.tsv"
 BATCH = click.option("--batch-size", default=32, show_default=True, type=click.IntRange(1),
                      help="Sources searched together (each with its own beam or samples).")
 
 
 def load_searcher(model_path: str, device: str, threads: int | None, batch_size: int = 32, dtype: str = "fp32"):
     """The model file ready for search (torch imported here, so --help stays fast)."""
-    from ..generate import Searcher
+    from ..encdec.generate import Searcher
     trained, device = load_model(model_path, device, threads)
     return Searcher(trained, device=device, batch_size=batch_size, dtype=dtype)
 
 
 def _sources(source: tuple[str, ...], input_path: str | None) -> list[str]:
     if bool(source) == bool(input_path):
-        raise click.UsageError("give --source TEXT (one or more times) or --input FILE")
+        raise click.UsageError("give INPUT (a file) or --source TEXT (one or more times)")
     return list(source) if source else read_lines(input_path)
 
 
 @click.command(cls=Command)
-@MODEL
-@click.option("--source", multiple=True, metavar="TEXT", help="A source phrase or sentence (repeatable).")
-@click.option("--input", "input_path", type=TABLE, help="One source per line (.gz allowed, '-' = stdin).")
+@MODEL_OPTION
+@click.argument("input_path", required=False, type=INPUT, metavar="[INPUT]")
+@click.option("--source", multiple=True, metavar="TEXT", help="A source phrase or sentence (repeatable), instead of "
+              "INPUT, one source per line (.gz allowed, '-' = stdin).")
 @click.option("-n", "--num-samples", default=50, show_default=True, type=click.IntRange(1),
               help="Samples drawn per source (C14 Table 3: 50).")
 @click.option("--top", default=5, show_default=True, type=click.IntRange(1),
@@ -55,12 +58,12 @@ def sample(model_path, source, input_path, num_samples, top, seed, no_unk, tsv, 
     \b
     Example:
       mosesrnn sample -m model/best.pt --source "the united states" -n 50 --top 5
+      mosesrnn sample -m model/best.pt phrases.txt --tsv > samples.tsv
     """
     setup_logging(quiet)
-    with Job(inputs=[model_path, input_path]):
-        sources = _sources(source, input_path)
-        searcher = load_searcher(model_path, device, threads, batch_size, dtype)
-        results = searcher.sample(sources, num_samples, top=top, seed=seed, exclude_unk=no_unk)
+    sources = _sources(source, input_path)
+    searcher = load_searcher(model_path, device, threads, batch_size, dtype)
+    results = searcher.sample(sources, num_samples, top=top, seed=seed, exclude_unk=no_unk)
     for index, (text, samples) in enumerate(zip(sources, results)):
         if not tsv:
             click.echo(f"{text}")
@@ -70,9 +73,10 @@ def sample(model_path, source, input_path, num_samples, top, seed, no_unk, tsv, 
 
 
 @click.command(cls=Command)
-@MODEL
-@click.option("--input", "input_path", required=True, type=TABLE, help="One source per line ('-' = stdin).")
-@click.option("-o", "--output", type=TABLE, help="Where the translations go (default: stdout).")
+@MODEL_OPTION
+@click.argument("input_path", type=INPUT, metavar="INPUT")
+@click.option("-o", "--output", default="-", show_default=True, type=OUTPUT,
+              help="Where the translations go ('-' for stdout; written whole or not at all).")
 @click.option("--beam", "beam_size", default=10, show_default=True, type=click.IntRange(1),
               help="Beam size (Cho et al. 2014b: 10); 1 is greedy search.")
 @click.option("--nbest", type=click.IntRange(1),
@@ -87,54 +91,52 @@ def sample(model_path, source, input_path, num_samples, top, seed, no_unk, tsv, 
 @QUIET
 def translate(model_path, input_path, output, beam_size, nbest, length_normalize, allow_unk, device, dtype, threads,
               batch_size, quiet):
-    """Translate each line of --input by beam search (batched over sentences).
+    """Translate each line of INPUT (tokenised sources, '-' for stdin) by beam search (batched over sentences).
 
     Writes the 1-best per line, or with --nbest K a Moses n-best list
     `id ||| hypothesis ||| RNN0= log p ||| total` (0-based ids; total = the ranking score).
 
     \b
     Example:
-      mosesrnn translate -m sent-model/best.pt --input test.tok.en --beam 10 --length-normalize > test.hyp
-      mosesrnn translate -m sent-model/best.pt --input test.tok.en --beam 10 --nbest 10 -o test.10best
+      mosesrnn translate -m sent-model/best.pt test.tok.en --beam 10 --length-normalize -o test.hyp
+      mosesrnn translate -m sent-model/best.pt test.tok.en --beam 10 --nbest 10 -o test.10best
     """
-    from ..generate import nbest_line
+    from ..encdec.generate import nbest_line
     setup_logging(quiet)
     if nbest and nbest > beam_size:
         raise click.BadParameter(f"at most the beam size ({beam_size})", param_hint="--nbest")
-    with Job(inputs=[model_path, input_path], outputs=[output]):
-        searcher = load_searcher(model_path, device, threads, batch_size, dtype)
-        sources = read_lines(input_path)
-        start = time.perf_counter()
-        results = searcher.translate(sources, beam_size=beam_size, nbest=nbest or 1,
-                                     length_normalize=length_normalize, exclude_unk=not allow_unk)
-        seconds = time.perf_counter() - start
-        with atomic_text_output(output) as stream:
-            for index, hyps in enumerate(results):
-                if nbest:
-                    stream.writelines(nbest_line(index, hyp) + "\n" for hyp in hyps)
-                else:
-                    stream.write((hyps[0].text if hyps else "") + "\n")
+    searcher = load_searcher(model_path, device, threads, batch_size, dtype)
+    sources = read_lines(input_path)
+    start = time.perf_counter()
+    results = searcher.translate(sources, beam_size=beam_size, nbest=nbest or 1,
+                                 length_normalize=length_normalize, exclude_unk=not allow_unk)
+    seconds = time.perf_counter() - start
+    with atomic_text_output(output) as stream:
+        for index, hyps in enumerate(results):
+            if nbest:
+                stream.writelines(nbest_line(index, hyp) + "\n" for hyp in hyps)
+            else:
+                stream.write((hyps[0].text if hyps else "") + "\n")
     log.info("translated %d sentences in %.1f s (%.2f sentences/s), beam %d%s", len(sources), seconds,
              len(sources) / max(seconds, 1e-9), beam_size, ", length-normalised" if length_normalize else "")
 
 
 @click.command(cls=Command)
-@click.argument("table", type=TABLE)
-@MODEL
-@click.option("-o", "--output", required=True, type=TABLE, help="The augmented table (.gz allowed).")
+@click.argument("table", type=INPUT)
+@MODEL_OPTION
+@click.option("-o", "--output", required=True, type=output_with(NEW_PAIRS),
+              help=f"The augmented table (.gz allowed); the new pairs also go to OUTPUT{NEW_PAIRS} as TSV.")
 @click.option("--beam", "beam_size", default=10, show_default=True, type=click.IntRange(1))
 @click.option("--per-source", default=3, show_default=True, type=click.IntRange(1),
               help="The K best beam hypotheses of each source phrase are proposed (K <= beam).")
 @click.option("--max-sources", type=click.IntRange(1),
               help="Propose for the first N distinct source phrases only (the rest is scored, not searched).")
-@click.option("--new-pairs", type=TABLE, help="TSV of the new pairs (default: OUTPUT.new.tsv).")
 @DEVICE
 @DTYPE
 @THREADS
 @ENCODING
 @QUIET
-def augment(table, model_path, output, beam_size, per_source, max_sources, new_pairs, device, dtype, threads,
-            encoding, quiet):
+def augment(table, model_path, output, beam_size, per_source, max_sources, device, dtype, threads, encoding, quiet):
     """Add RNN-proposed target phrases that TABLE lacks (C14's future work).
 
     Every line gets the rnn column (exp log p, as `mosesrnn score --features rnn` writes it). For
@@ -153,11 +155,13 @@ def augment(table, model_path, output, beam_size, per_source, max_sources, new_p
     setup_logging(quiet)
     if per_source > beam_size:
         raise click.BadParameter(f"at most the beam size ({beam_size})", param_hint="--per-source")
-    new_pairs = new_pairs or output + ".new.tsv"
-    with Job(inputs=[table, model_path], outputs=[output, new_pairs]):
-        searcher = load_searcher(model_path, device, threads, dtype=dtype)
-        summary = augment_table(table, output, searcher, beam_size=beam_size, per_source=per_source,
-                                max_sources=max_sources, new_pairs_path=new_pairs, encoding=encoding)
+    if output == "-":
+        raise click.BadParameter("the augmented table goes to a file (its new pairs go beside it)",
+                                 param_hint="-o")
+    new_pairs = output + NEW_PAIRS
+    searcher = load_searcher(model_path, device, threads, dtype=dtype)
+    summary = augment_table(table, output, searcher, beam_size=beam_size, per_source=per_source,
+                            max_sources=max_sources, new_pairs_path=new_pairs, encoding=encoding)
     click.echo(f"{summary.new_pairs} new pairs for {summary.searched_sources} searched source phrases "
                f"({summary.lines} table lines kept, {summary.proposals_in_table} proposals already in the "
                f"table); listed in {new_pairs}", err=True)

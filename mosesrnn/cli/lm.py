@@ -1,17 +1,21 @@
-"""``mosesrnn lm train|export|perplexity``: the CSLM, a neural target language model for Moses' NeuralLM."""
+"""``mosesrnn lm train|export``: the CSLM, a neural target language model for Moses' NeuralLM.
+
+(Its perplexity on held-out text: ``mosesrnn perplexity -m lm/best.pt TEXT``, the command of both kinds of model.)
+"""
 from __future__ import annotations
 
 import click
 
-from ..job import Job
-from ..lm.config import LM_PRESETS, MAX_ORDER
+from ..cslm.config import LM_PRESETS, MAX_ORDER
+from ..cslm.model_file import check_self_normalised
+from ..io.roles import output_file
 from .common import DEVICE, QUIET, THREADS, Command, duration, setup_logging
+from .paths import CSLM_MODEL, INPUT, PathParam, output_folder_writing
 
 __all__ = ["lm"]
 
-TEXT = click.Path(dir_okay=False, allow_dash=True)
-LM_MODEL = click.option("-m", "--model", "model_path", required=True, type=click.Path(dir_okay=False, exists=True),
-                        help="A CSLM file from `mosesrnn lm train` (best.pt).")
+#: What ``lm train`` writes inside its output folder.
+LM_FOLDER_FILES = ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png")
 
 
 @click.group("lm")
@@ -22,16 +26,16 @@ def lm() -> None:
     \b
     Example:
       mosesrnn lm train train.tok.fr -o lm/ --valid dev.tok.fr --preset moses --max-time 2h
-      mosesrnn lm export lm/best.pt -o lm.nplm
+      mosesrnn lm export -m lm/best.pt -o lm.nplm
       mosesrnn moses-ini moses.ini --cslm $PWD/lm.nplm -o moses.cslm.ini
     """
 
 
 @lm.command("train", cls=Command)
-@click.argument("corpus", type=TEXT)
-@click.option("-o", "--output", "output_dir", required=True, type=click.Path(file_okay=False),
+@click.argument("corpus", type=INPUT)
+@click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*LM_FOLDER_FILES),
               help="Model directory: best.pt, last.pt, state.pt, train.jsonl and loss.png go here.")
-@click.option("--valid", type=click.Path(dir_okay=False, exists=True),
+@click.option("--valid", type=INPUT,
               help="Validation text (e.g. the dev set's target side); default: --valid-share of CORPUS, by hash.")
 @click.option("--valid-share", default=0.01, show_default=True, type=click.FloatRange(0, 1, min_open=True,
               max_open=True), help="Share of CORPUS's sentences held out for validation when there is no --valid.")
@@ -69,20 +73,19 @@ def train(corpus, output_dir, valid, valid_share, preset, order, vocab_size, emb
     Example:
       mosesrnn lm train train.tok.fr -o lm/ --valid dev.tok.fr --preset moses --max-time 2h
     """
-    from ..lm.trainer import LMTrainConfig, train_lm
+    from ..cslm.task import LMTrainConfig, train_lm
     setup_logging(quiet)
     try:
         hidden = tuple(int(size) for size in hidden_dims.split(",")) if hidden_dims else None
     except ValueError:
         raise click.BadParameter(f"{hidden_dims!r} is not a comma-separated list of sizes", param_hint="--hidden") \
             from None
-    with Job(inputs=[corpus, valid], folders=[output_dir]):
-        result = train_lm(LMTrainConfig(output_dir, corpus, valid=valid, valid_share=valid_share, preset=preset,
-                                        order=order, vocab_size=vocab_size, embed_dim=embed_dim, hidden_dims=hidden,
-                                        self_norm=self_norm, batch_size=batch_size, learning_rate=learning_rate,
-                                        valid_every=valid_every, patience=patience, max_updates=max_updates,
-                                        max_time=max_time, device=device, threads=threads, seed=seed,
-                                        resume=resume or "auto", quiet=quiet))
+    result = train_lm(LMTrainConfig(output_dir, corpus, valid=valid, valid_share=valid_share, preset=preset,
+                                    order=order, vocab_size=vocab_size, embed_dim=embed_dim, hidden_dims=hidden,
+                                    self_norm=self_norm, batch_size=batch_size, learning_rate=learning_rate,
+                                    valid_every=valid_every, patience=patience, max_updates=max_updates,
+                                    max_time=max_time, device=device, threads=threads, seed=seed,
+                                    resume=resume or "auto", quiet=quiet))
     best = result.best
     click.echo(f"{result.best_path}: " + (f"validation perplexity {best['valid_ppl']:.2f} per token (unigram "
                                           f"{result.unigram_ppl:.2f}), log Z {best['log_z_mean']:+.3f} ± "
@@ -93,62 +96,33 @@ def train(corpus, output_dir, valid, valid_share, preset, order, vocab_size, emb
 
 
 @lm.command("export", cls=Command)
-@click.argument("model_path", type=click.Path(dir_okay=False, exists=True), metavar="MODEL")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="The NPLM file for Moses (plain text); refused if it exists, unless --force.")
+@click.option("-m", "--model", "model_path", required=True, type=CSLM_MODEL,
+              help="A CSLM file from `mosesrnn lm train` (best.pt).")
+@click.option("-o", "--output", required=True, type=PathParam(output_file()),
+              help="The NPLM file for Moses (plain text, written whole or not at all); refused if it exists, "
+                   "unless --force.")
 @click.option("--force", is_flag=True, help="Replace an existing OUTPUT.")
 def export(model_path, output, force):
     """Write a CSLM in NPLM's text format, the file Moses' NeuralLM reads (`NeuralLM ... path=OUTPUT`).
 
     Only one-hidden-layer models are written: NPLM, as Moses loads it, evaluates a two-hidden-layer
-    file wrongly (see docs/cslm.md).
+    file wrongly (see docs/cslm.md). A model that is not self-normalised (mean log Z on held-out text
+    beyond +-0.5) is refused: Moses reads its raw scores, so every word would be off by log Z.
 
     \b
     Example:
-      mosesrnn lm export lm/best.pt -o lm.nplm
+      mosesrnn lm export -m lm/best.pt -o lm.nplm
     """
     import os
 
-    from ..lm.model_file import load_language_model
-    from ..lm.nplm import export_nplm
+    from ..cslm.model_file import load_language_model
+    from ..formats.nplm import export_nplm
     if os.path.exists(output) and not force:
         raise click.ClickException(f"{output} exists: give another name, or --force to replace it")
-    with Job(inputs=[model_path], outputs=[output]):
-        trained = load_language_model(model_path)
-        export_nplm(trained.model, trained.codec.vocabulary.itos, output)
+    trained = load_language_model(model_path)
+    check_self_normalised(trained, model_path)
+    export_nplm(trained.model, trained.codec.vocabulary.itos, output)
     config = trained.model.config
     click.echo(f"wrote {output}: {config.order}-gram, {config.vocab_size} words, one hidden layer of "
                f"{config.hidden_dims[0]}; in moses.ini: NeuralLM name=CSLM0 factor=0 order={config.order} "
                f"path={os.path.abspath(output)}", err=True)
-
-
-@lm.command("perplexity", cls=Command)
-@LM_MODEL
-@click.argument("texts", nargs=-1, required=True, type=TEXT)
-@THREADS
-def perplexity(model_path, texts, threads):
-    """Perplexity per token (words and </s>) of tokenised TEXTS, and how self-normalised the model is there.
-
-    \b
-    Example:
-      mosesrnn lm perplexity -m lm/best.pt test.tok.fr
-    """
-    import torch
-
-    from ..formats.text_file import read_lines
-    from ..lm.data import BOS, ngrams
-    from ..lm.model_file import load_language_model
-    from ..lm.scoring import ngram_stats
-    if threads:
-        torch.set_num_threads(threads)
-    with Job(inputs=[model_path, *texts]):
-        trained = load_language_model(model_path)
-        for path in texts:
-            sentences = [text for text in read_lines(path) if text.strip()]
-            data = ngrams((trained.codec.ids(text) for text in sentences), trained.model.config.order,
-                          trained.codec.vocabulary.stoi[BOS])
-            stats = ngram_stats(trained.model, data)
-            click.echo(f"{path}: {len(sentences)} sentences, {stats.tokens} tokens (</s> included), "
-                       f"{stats.unk_share:.2%} <unk>: perplexity {stats.perplexity:.2f} (<unk> as a word), "
-                       f"{stats.perplexity_known:.2f} over the shortlist's words; log Z {stats.log_z_mean:+.3f} ± "
-                       f"{stats.log_z_std:.3f}")

@@ -5,17 +5,17 @@ import logging
 
 import click
 
-from ..job import Job
 from ..pipeline.merge import merge_parts
 from .common import QUIET, Command, setup_logging
+from .paths import input_with, output_with
 
 log = logging.getLogger("mosesrnn")
 
 
 @click.command(cls=Command)
-@click.argument("parts", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="The joined table; its sidecar goes to OUTPUT.json.")
+@click.argument("parts", nargs=-1, required=True, type=input_with(".json"))
+@click.option("-o", "--output", required=True, type=output_with(".json"),
+              help="The joined table ('-' for stdout, without a sidecar); its sidecar goes to OUTPUT.json.")
 @QUIET
 def merge(parts, output, quiet):
     """Join the shards of a `mosesrnn score --shard I/N` run into one table.
@@ -29,6 +29,5 @@ def merge(parts, output, quiet):
       mosesrnn merge scored.part*.gz -o scored.gz
     """
     setup_logging(quiet)
-    with Job(inputs=parts, outputs=[output]):
-        summary = merge_parts(parts, output)
+    summary = merge_parts(parts, output)
     log.info("merged %d parts, %d lines; signature: %s", summary.parts, summary.lines, summary.signature)

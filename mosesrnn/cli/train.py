@@ -6,29 +6,28 @@ import os
 
 import click
 
-from ..direction import DIRECTIONS, SOURCE_TO_TARGET
-from ..job import Job
-from ..models.config import ENCODER_KINDS
-from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, Command, duration, setup_logging
+from ..encdec.architectures import ARCHITECTURES
+from ..encdec.direction import DIRECTIONS, SOURCE_TO_TARGET
+from .common import DEVICE, ENCODING, QUIET, THREADS, Command, duration, setup_logging
+from .paths import INPUT, INPUT_FOLDER, MODEL_FOLDER_FILES, output_folder_writing
 
 
 @click.command(cls=Command)
-@click.argument("table", type=TABLE, required=False)
-@click.option("--corpus", nargs=2, type=click.Path(dir_okay=False, exists=True), metavar="SRC TRG",
+@click.argument("table", type=INPUT, required=False)
+@click.option("--corpus", nargs=2, type=INPUT, metavar="SRC TRG",
               help="Train on a sentence-aligned corpus instead of a table: two tokenized text files "
                    "(.gz allowed), line i of SRC translating line i of TRG; every line pair is kept.")
-@click.option("-o", "--output", "output_dir", required=True, type=click.Path(file_okay=False),
+@click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*MODEL_FOLDER_FILES),
               help="Model directory: best.pt, last.pt, state.pt, vocab/, train.jsonl and loss.png go here.")
 @click.option("--preset", type=click.Choice(["small", "paper"]), default="small", show_default=True,
               help="Model sizes: paper = 1000 hidden units, 100-dim embeddings, 500 maxout units, "
                    "15,000-word shortlists; small = 256/64/128, 8,000 words (trains in minutes on a CPU).")
-@click.option("--encoder", type=click.Choice(ENCODER_KINDS),
-              help="The model [default: gru]: gru = C14's gated RNN encoder; grconv = gated recursive "
-                   "convolution (Cho et al. 2014b); rnn = plain tanh RNN encoder (these three with the C14 "
-                   "decoder); rctm1, rctm2 = Kalchbrenner & Blunsom (2013), with their own decoders.")
+@click.option("--encoder", type=click.Choice(list(ARCHITECTURES)),
+              help="The model [default: gru]: " + "; ".join(f"{a.name} = {a.summary}" for a in ARCHITECTURES.values())
+                   + ".")
 @click.option("--direction", type=click.Choice(DIRECTIONS), default=SOURCE_TO_TARGET, show_default=True,
               help="source-to-target models p(target | source); target-to-source gives p(source | target).")
-@click.option("--vocab", "vocab_dir", type=click.Path(file_okay=False, exists=True),
+@click.option("--vocab", "vocab_dir", type=INPUT_FOLDER,
               help="Shortlists from `mosesrnn vocab`, or its SentencePiece models (`vocab --spm`: a subword "
                    "model); without it word shortlists are built from the training data (the preset's "
                    "size). Saved to MODEL_DIR/vocab/.")
@@ -59,8 +58,8 @@ from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, Command, duration, 
                    "(reading the data excluded).")
 @DEVICE
 @THREADS
-@click.option("--bf16/--no-bf16", default=False, show_default=True,
-              help="bfloat16 autocast with fp32 master weights.")
+@click.option("--dtype", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+              help="bf16: bfloat16 autocast with fp32 master weights (GPUs, CPUs with AMX or AVX512-BF16).")
 @click.option("--seed", default=1, show_default=True, type=int,
               help="Seed of the initialisation and of the data order.")
 @click.option("--resume", "resume", flag_value="require",
@@ -76,7 +75,7 @@ from .common import DEVICE, ENCODING, QUIET, TABLE, THREADS, Command, duration, 
 @QUIET
 def train(table, corpus, output_dir, preset, encoder, direction, vocab_dir, vocab_size, max_phrase_len, valid_share,
           valid_size, valid_every, patience, batch_size, optimizer, learning_rate, clip_norm, max_updates, max_time,
-          device, threads, bf16, seed, resume, embed_dim, hidden_dim, maxout_units, output_rank, encoding, quiet):
+          device, threads, dtype, seed, resume, embed_dim, hidden_dim, maxout_units, output_rank, encoding, quiet):
     """Train the RNN Encoder-Decoder on the unique phrase pairs of TABLE (or on --corpus).
 
     The paper's Adadelta (rho 0.95, eps 1e-6; Adam for the small preset) on minibatches of random
@@ -91,21 +90,21 @@ def train(table, corpus, output_dir, preset, encoder, direction, vocab_dir, voca
     Example:
       mosesrnn train phrase-table.gz -o model/ --preset small --max-time 10m
     """
-    from ..train.trainer import TrainConfig
-    from ..train.trainer import train as run_training
+    from ..encdec.task import TrainConfig
+    from ..encdec.task import train as run_training
     setup_logging(quiet or os.environ.get("RANK", "0") != "0")  # under torchrun rank 0 speaks for all
     overrides = {k: v for k, v in dict(encoder=encoder, embed_dim=embed_dim, hidden_dim=hidden_dim,
                                        maxout_units=maxout_units, output_rank=output_rank).items() if v is not None}
-    with Job(inputs=[table, *(corpus or ()), vocab_dir], folders=[output_dir]):
-        config = TrainConfig(output_dir, table=table, corpus=tuple(corpus) if corpus else None, preset=preset,
-                             direction=direction, vocab_dir=vocab_dir, vocab_size=vocab_size,
-                             max_len=max_phrase_len, encoding=encoding, valid_share=valid_share,
-                             valid_size=valid_size, batch_size=batch_size, optimizer=optimizer,
-                             learning_rate=learning_rate, clip_norm=clip_norm,
-                             valid_every=valid_every, patience=patience, max_updates=max_updates,
-                             max_time=max_time, device=device, threads=threads, bf16=bf16, seed=seed,
-                             model_overrides=overrides, resume=resume or "auto", quiet=quiet)
-        result = run_training(config)
+    if (table is None) == (not corpus):
+        raise click.UsageError("give a phrase TABLE or --corpus SRC TRG (one of them)")
+    config = TrainConfig(output_dir, table=table, corpus=tuple(corpus) if corpus else None, preset=preset,
+                         direction=direction, vocab_dir=vocab_dir, vocab_size=vocab_size, max_len=max_phrase_len,
+                         encoding=encoding, valid_share=valid_share, valid_size=valid_size, batch_size=batch_size,
+                         optimizer=optimizer, learning_rate=learning_rate, clip_norm=clip_norm,
+                         valid_every=valid_every, patience=patience, max_updates=max_updates, max_time=max_time,
+                         device=device, threads=threads, dtype=dtype, seed=seed, model_overrides=overrides,
+                         resume=resume or "auto", quiet=quiet)
+    result = run_training(config)
     if math.isinf(result.best_valid_ppl):
         click.echo(f"{result.best_path}: not validated yet ({result.updates} updates, {result.stop_reason}); "
                    f"the same command continues the run")

@@ -4,24 +4,25 @@ from __future__ import annotations
 import click
 from sacrebleu.metrics.bleu import BLEU
 
-from ..formats.compressed import atomic_output
-from ..job import Job
+from ..formats.moses_ini import read_weights, weights_text
+from ..io.compressed import atomic_output
 from ..tuning.mert import MertOptions
 from ..tuning.rerank import rerank as rerank_nbest
 from ..tuning.tune import tune_files
-from ..tuning.weights import format_weights, read_weights
+from ..tuning.vectors import named_weights
 from .common import Command
+from .paths import INPUT, OUTPUT
 
 __all__ = ["mert", "rerank"]
 
 
 @click.command("mert", cls=Command)
-@click.argument("nbest", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--refs", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False),
+@click.argument("nbest", nargs=-1, required=True, type=INPUT)
+@click.option("--refs", multiple=True, required=True, type=INPUT,
               help="Reference translations, one line per sentence (repeat for several references).")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="The tuned weights, in moses.ini [weight] syntax (written atomically).")
-@click.option("--init", type=click.Path(exists=True, dir_okay=False),
+@click.option("-o", "--output", default="-", show_default=True, type=OUTPUT,
+              help="The tuned weights, in moses.ini [weight] syntax ('-' for stdout; written whole or not at all).")
+@click.option("--init", type=INPUT,
               help="Start from the [weight] section of this moses.ini (or a file of 'Name= v1 v2' lines). "
                    "Default: the weights the decoder used, fitted to the total scores of the last NBEST.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of the random restarts and directions.")
@@ -43,24 +44,25 @@ def mert(nbest, refs, output, init, seed, restarts, random_directions, tokenize)
       mosesrnn mert run1.100best.gz run2.100best.gz --refs dev.tok.fr -o weights.txt --seed 1
     """
     options = MertOptions(restarts=restarts, random_directions=random_directions, seed=seed)
-    with Job(inputs=[*nbest, *refs, init], outputs=[output]):
-        report = tune_files(nbest, refs, init, tokenize, options)
-        with atomic_output(output) as stream:
-            stream.write(format_weights(report.groups, report.weights).encode("utf-8"))
+    report = tune_files(nbest, refs, init, tokenize, options)
+    with atomic_output(output) as stream:
+        stream.write(weights_text(named_weights(report.groups, report.weights)).encode("utf-8"))
     click.echo(f"{report.sentences} sentences, {report.hypotheses} distinct hypotheses; "
                f"initial weights: {report.initial_source}", err=True)
     click.echo(f"{report.line_searches} line searches, seed {seed}, {restarts} random restarts", err=True)
     click.echo(f"sacrebleu {report.signature}", err=True)
     click.echo(f"dev BLEU before: {report.before}", err=True)
     click.echo(f"dev BLEU after:  {report.after}", err=True)
-    click.echo(f"wrote {output}:\n{format_weights(report.groups, report.weights)}", err=True, nl=False)
+    if output != "-":
+        click.echo(f"wrote {output}:\n{weights_text(named_weights(report.groups, report.weights))}", err=True,
+                   nl=False)
 
 
 @click.command("rerank", cls=Command)
-@click.argument("nbest", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--weights", "weights_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.argument("nbest", type=INPUT)
+@click.option("--weights", "weights_path", required=True, type=INPUT,
               help="Weights in moses.ini [weight] syntax (what `mosesrnn mert` writes, or a moses.ini).")
-@click.option("-o", "--output", default="-", show_default=True, type=click.Path(dir_okay=False, allow_dash=True),
+@click.option("-o", "--output", default="-", show_default=True, type=OUTPUT,
               help="One 1-best translation per line, in sentence order (.gz is compressed; - is stdout).")
 def rerank(nbest, weights_path, output):
     """Write the best hypothesis of every sentence of NBEST under the given weights.
@@ -69,8 +71,9 @@ def rerank(nbest, weights_path, output):
     Example:
       mosesrnn rerank dev.100best.gz --weights weights.txt -o dev.rerank.fr
     """
-    with Job(inputs=[nbest, weights_path], outputs=[output]):
-        weights = read_weights(weights_path)
-        with atomic_output(output) as stream:
-            for text in rerank_nbest(nbest, weights):
-                stream.write(f"{text}\n".encode("utf-8"))
+    weights = read_weights(weights_path)
+    if not weights:
+        raise ValueError(f"{weights_path}: no 'Name= v1 v2 ...' weight lines")
+    with atomic_output(output) as stream:
+        for text in rerank_nbest(nbest, weights):
+            stream.write(f"{text}\n".encode("utf-8"))

@@ -7,18 +7,19 @@ import os
 import click
 
 from ..formats.phrase_table import read_entries
-from ..job import Job
-from ..progress import ProgressBar
-from ..text.subwords import SPM_TYPES, train_subwords
+from ..runtime.progress import Progress
+from ..text.subwords import SPM_TYPES, VOCAB_DIR_FILES, train_subwords
 from ..text.vocab import build_vocabularies
-from .common import ENCODING, QUIET, TABLE, Command, setup_logging
+from .common import ENCODING, QUIET, Command, setup_logging
+from .paths import INPUT, output_folder_writing
 
 log = logging.getLogger("mosesrnn")
 
 
 @click.command(cls=Command)
-@click.argument("table", type=TABLE)
-@click.option("-o", "--output", "output_dir", required=True, type=click.Path(file_okay=False),
+@click.argument("table", type=INPUT)
+@click.option("-o", "--output", "output_dir", required=True,
+              type=output_folder_writing(*VOCAB_DIR_FILES),
               help="Directory to write source.vocab and target.vocab into (with --spm: spm.json and "
                    "the .spm.model files).")
 @click.option("--size", default=15000, show_default=True, type=click.IntRange(1),
@@ -55,14 +56,12 @@ def vocab(table, output_dir, size, target_size, spm_type, joint, byte_fallback, 
     setup_logging(quiet)
     if spm_type is None and (joint or threads != 1):
         raise click.UsageError("--joint and --threads need --spm")
-    with Job(inputs=[table], folders=[output_dir]):
-        if spm_type is not None:
-            return _subwords(table, output_dir, spm_type, size, target_size, joint, byte_fallback, threads,
-                             encoding, quiet)
-        with ProgressBar("reading", quiet=quiet) as bar:
-            vocabularies, report = build_vocabularies(bar.track_entries(read_entries(table, encoding)),
-                                                      size, target_size)
-        vocabularies.save(output_dir)
+    if spm_type is not None:
+        return _subwords(table, output_dir, spm_type, size, target_size, joint, byte_fallback, threads,
+                         encoding, quiet)
+    with Progress("reading", quiet=quiet) as bar:
+        vocabularies, report = build_vocabularies(bar.track(read_entries(table, encoding)), size, target_size)
+    vocabularies.save(output_dir)
     log.info("%s", report)
     log.info("wrote %s (%d words) and %s (%d words)", os.path.join(output_dir, "source.vocab"),
              len(vocabularies.source), os.path.join(output_dir, "target.vocab"), len(vocabularies.target))
@@ -70,8 +69,8 @@ def vocab(table, output_dir, size, target_size, spm_type, joint, byte_fallback, 
 
 def _subwords(table, output_dir, spm_type, size, target_size, joint, byte_fallback, threads, encoding, quiet):
     """Train and write the SentencePiece models (``vocab --spm``)."""
-    with ProgressBar("reading", quiet=quiet) as bar:
-        models = train_subwords(lambda: bar.track_entries(read_entries(table, encoding)), spm_type, size,
+    with Progress("reading", quiet=quiet) as bar:
+        models = train_subwords(lambda: bar.track(read_entries(table, encoding)), spm_type, size,
                                 target_size, joint=joint, byte_fallback=byte_fallback, threads=threads)
     models.save(output_dir)
     source, target = (len(tokenizer.pieces()) for tokenizer in models.tokenizers())

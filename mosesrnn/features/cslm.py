@@ -2,15 +2,16 @@
 
 The value of a hypothesis is its sentence log-probability under the CSLM: the sum over its words
 and ``</s>`` of log p(word | the n-1 before it), the sentence padded with ``<s>`` as Moses pads it
-(:mod:`mosesrnn.lm.scoring`), with the exact softmax. The source sentence plays no part.
+(:mod:`mosesrnn.cslm.scoring`), with the exact softmax. The source sentence plays no part.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
-from ..lm.model_file import TrainedLM
-from ..lm.scoring import sentence_scores
-from .registry import FEATURES, FeatureOptions, Pair
+from ..cslm.model_file import TrainedLM
+from ..cslm.scoring import sentence_scores
+from .options import FeatureOptions
+from .registry import FEATURES, Pair
 
 __all__ = ["CSLMFeature", "build"]
 
@@ -32,6 +33,6 @@ class CSLMFeature:
         return sentence_scores(self.trained, [pair.target for pair in pairs])
 
 
-def build(options: FeatureOptions) -> CSLMFeature:
+def build(options: FeatureOptions, models) -> CSLMFeature:
     """The feature over ``--lm``."""
-    return CSLMFeature(options.trained_model("cslm", "lm"))
+    return CSLMFeature(models.get("cslm", "lm"))

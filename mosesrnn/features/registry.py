@@ -14,11 +14,10 @@ when the feature is built.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-__all__ = ["Pair", "Feature", "FeatureSpec", "FeatureOptions", "FEATURES", "parse_feature_names",
-           "build_features", "describe", "default_features"]
+__all__ = ["Pair", "Feature", "FeatureSpec", "FEATURES", "parse_feature_names", "describe", "default_features"]
 
 
 class Pair(Protocol):
@@ -48,14 +47,16 @@ class FeatureSpec:
         name: its name in ``--features`` and in the scored table's sidecar.
         summary: one line for ``--help``.
         default_weight: its initial weight in moses.ini; the sign rewards or penalises.
-        settings: the options that change its values (all recorded in the signature).
+        settings: the options that change its values (all recorded in the signature); not those that
+            move them by rounding alone (batch size, device: shards scored on a GPU and on a CPU merge).
         table_digits: significant digits of ``e^v`` in a phrase table; None writes it exactly.
-        needs: the :class:`FeatureOptions` field of the model file it reads (``model``,
-            ``reverse_model``, ``lm``), or None when it needs no model (a vocabulary may do).
+        needs: the :class:`~mosesrnn.features.options.FeatureOptions` field of the model file it reads
+            (``model``, ``reverse_model``, ``lm``), or None when it needs no model (a vocabulary may do).
         tables: whether it scores phrase pairs (a phrase-table column); False for whole-sentence
             features (n-best lists only).
-        builder: ``module:function`` that builds it from :class:`FeatureOptions` (imported lazily);
-            the feature class holds its spec as ``spec = FEATURES[name]``.
+        builder: ``module:function`` that builds it from the options and the loaded models
+            (:class:`~mosesrnn.features.selection.LoadedModels`), imported lazily; the feature class
+            holds its spec as ``spec = FEATURES[name]``.
     """
 
     name: str
@@ -67,55 +68,22 @@ class FeatureSpec:
     builder: str
     tables: bool = True
 
-    def build(self, options: "FeatureOptions") -> Feature:
-        """Import the feature's module and build it."""
+    def build(self, options, models) -> Feature:
+        """Import the feature's module and build it from the options and the loaded models."""
         module, function = self.builder.split(":")
-        return getattr(importlib.import_module(module), function)(options)
-
-
-@dataclass
-class FeatureOptions:
-    """Everything features are built from; the model file is loaded once, on first use."""
-
-    model: str | None = None
-    reverse_model: str | None = None
-    lm: str | None = None
-    vocab: str | None = None
-    unk_side: str = "both"
-    direction: str | None = None
-    device: str = "cpu"
-    dtype: str = "fp32"
-    batch_tokens: int = 4096
-    length_normalize: bool = False
-    _loaded: dict = field(default_factory=dict, repr=False)
-
-    def trained_model(self, feature: str, which: str = "model"):
-        """The trained model of ``--model`` (or of ``--reverse-model`` when ``which`` says so),
-        a :class:`~mosesrnn.models.model_file.TrainedModel`."""
-        path = getattr(self, which)
-        if path is None:
-            option = {"model": "-m MODEL", "reverse_model": "--reverse-model MODEL", "lm": "--lm CSLM"}[which]
-            raise ValueError(f"the {feature} feature needs a model file ({option})")
-        if which not in self._loaded:
-            if which == "lm":
-                from ..lm.model_file import load_language_model
-                self._loaded[which] = load_language_model(path)
-            else:
-                from ..models.model_file import load_trained_model
-                self._loaded[which] = load_trained_model(path)
-        return self._loaded[which]
+        return getattr(importlib.import_module(module), function)(options, models)
 
 
 FEATURES: dict[str, FeatureSpec] = {spec.name: spec for spec in (
     FeatureSpec("rnn", "log p(target | source) under the RNN Encoder-Decoder (phrase table: its exp)",
                 default_weight=0.1,
-                settings=("model", "direction", "dtype", "length_normalize", "batch_tokens", "device"),
+                settings=("model", "direction", "dtype", "length_normalize"),
                 table_digits=9, needs="model", builder="mosesrnn.features.rnn:build"),
     FeatureSpec("rnn-rev", "log p(the other side | the one it reads) under --reverse-model, a second model "
                 "trained in the other direction (p(source | target) beside rnn's p(target | source); phrase "
                 "table: its exp)",
                 default_weight=0.1,
-                settings=("model", "direction", "dtype", "length_normalize", "batch_tokens", "device"),
+                settings=("model", "direction", "dtype", "length_normalize"),
                 table_digits=9, needs="reverse_model", builder="mosesrnn.features.rnn:build_reverse"),
     FeatureSpec("unk", "the number of words outside the model's shortlists, C14 Sec. 4.2 (phrase table: e^n)",
                 default_weight=-0.1, settings=("side", "vocab"), table_digits=None, needs=None,
@@ -145,11 +113,6 @@ def parse_feature_names(text: str) -> tuple[str, ...]:
     if repeated:
         raise ValueError(f"feature {', '.join(repeated)} named twice")
     return names
-
-
-def build_features(names: Sequence[str], options: FeatureOptions) -> list[Feature]:
-    """Build the named features, in order."""
-    return [FEATURES[name].build(options) for name in names]
 
 
 def describe(feature: Feature) -> str:

@@ -1,43 +1,63 @@
-"""Which feature columns a job computes: the ones named, or the defaults for the given model files."""
+"""Which feature columns a job computes, built from the options: the model files loaded once each."""
 from __future__ import annotations
 
 import logging
-from typing import Sequence
 
-from .registry import FEATURES, Feature, FeatureOptions, build_features, default_features, parse_feature_names
+from .options import FeatureOptions
+from .registry import FEATURES, Feature
 
-__all__ = ["feature_names", "select_features"]
+__all__ = ["LoadedModels", "select_features"]
 
 log = logging.getLogger("mosesrnn")
 
-
-def feature_names(features: str | Sequence[str] | None, options: FeatureOptions) -> tuple[str, ...]:
-    """The names in ``features`` (``"rnn,unk"`` or a list), checked; None: the defaults, every feature whose
-    model file is given and those that need none (``unk`` not beside a CSLM alone: it would have no
-    shortlists). Raises ValueError for an unknown or repeated name."""
-    if features is None:
-        names = default_features(options.model is not None, options.reverse_model is not None, options.lm is not None)
-        counts_words = options.model is not None or options.vocab is not None
-        return names if counts_words else tuple(name for name in names if name != "unk" or not options.lm)
-    return parse_feature_names(features if isinstance(features, str) else ",".join(features))
+_OPTIONS = {"model": "-m MODEL", "reverse_model": "--reverse-model MODEL", "lm": "--lm CSLM"}
 
 
-def select_features(features: str | Sequence[str] | None, options: FeatureOptions,
-                    tables: bool = False) -> list[Feature]:
-    """The feature objects of :func:`feature_names`, in order, built from ``options``; ``tables``: for a
-    phrase table, which refuses the whole-sentence features.
+class LoadedModels:
+    """The model files of a :class:`FeatureOptions`, each read once (through the one model reader) onto
+    the options' device."""
+
+    def __init__(self, options: FeatureOptions):
+        from ..runtime.devices import resolve_device
+        self.options, self.device = options, resolve_device(options.device)
+        self._loaded: dict = {}
+
+    def get(self, feature: str, which: str = "model"):
+        """The model of option ``which`` (``model``, ``reverse_model``, ``lm``) that ``feature`` needs: a
+        :class:`~mosesrnn.encdec.model_file.TrainedModel` or a :class:`~mosesrnn.cslm.model_file.TrainedLM`."""
+        path = getattr(self.options, which)
+        if path is None:
+            raise ValueError(f"the {feature} feature needs a model file ({_OPTIONS[which]})")
+        if which not in self._loaded:
+            if which == "lm":
+                from ..cslm.model_file import load_language_model
+                self._loaded[which] = load_language_model(path)
+            else:
+                from ..encdec.model_file import load_trained_model
+                self._loaded[which] = load_trained_model(path)
+        return self._loaded[which]
+
+
+def select_features(options: FeatureOptions, tables: bool = False) -> list[Feature]:
+    """The features of ``options`` (:meth:`FeatureOptions.names`), in order, built and ready; ``tables``:
+    for a phrase table, which refuses the whole-sentence features.
 
     The defaults leave out ``unk`` for a subword model without word shortlists: it has no UNK
-    (give ``vocab``, word shortlists, to count the words outside them).
+    (give ``vocab``, word shortlists, to count the words outside them). torch's threads are set
+    here, where the computing starts.
     """
-    names = feature_names(features, options)
+    names = options.names()
     sentence_only = [name for name in names if not FEATURES[name].tables]
     if tables and sentence_only:
         raise ValueError(f"{', '.join(sentence_only)} scores whole sentences, not phrase pairs: use it on n-best "
                          f"lists (`mosesrnn nbest --lm`), or inside Moses (`mosesrnn lm export`)")
-    if features is None and options.model and options.vocab is None and "unk" in names:
+    if options.threads:
+        import torch
+        torch.set_num_threads(options.threads)
+    models = LoadedModels(options)
+    if options.features is None and options.model and options.vocab is None and "unk" in names:
         from .unk import has_word_shortlists
-        if not has_word_shortlists(options.trained_model("unk")):
+        if not has_word_shortlists(models.get("unk")):
             log.info("subword model: no unk column (no word shortlists; give --vocab DIR to count words outside them)")
             names = tuple(name for name in names if name != "unk")
-    return build_features(names, options)
+    return [FEATURES[name].build(options, models) for name in names]

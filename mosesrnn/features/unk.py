@@ -12,11 +12,10 @@ from typing import Sequence
 
 from ..text.tokenizers import MosesWords, words
 from ..text.vocab import VocabularyPair
-from .registry import FEATURES, FeatureOptions, Pair
+from .options import UNK_SIDES, FeatureOptions
+from .registry import FEATURES, Pair
 
 __all__ = ["UNK_SIDES", "UnknownWordFeature", "has_word_shortlists", "build"]
-
-UNK_SIDES = ("source", "target", "both")
 
 
 class UnknownWordFeature:
@@ -53,7 +52,7 @@ class UnknownWordFeature:
 
 
 def has_word_shortlists(trained) -> bool:
-    """Whether a :class:`~mosesrnn.models.model_file.TrainedModel` reads Moses words (not subwords)."""
+    """Whether a :class:`~mosesrnn.encdec.model_file.TrainedModel` reads Moses words (not subwords)."""
     return all(isinstance(codec.tokenizer, MosesWords) for codec in (trained.text.source, trained.text.target))
 
 
@@ -67,10 +66,10 @@ def _load_shortlists(directory: str) -> VocabularyPair:
     return vocabularies
 
 
-def build(options: FeatureOptions) -> UnknownWordFeature:
+def build(options: FeatureOptions, models) -> UnknownWordFeature:
     """The feature over the model's word shortlists, else those of ``--vocab`` (see the module docstring)."""
-    if options.model is not None and has_word_shortlists(options.trained_model("unk")):
-        vocabularies = options.trained_model("unk").vocabularies
+    if options.model is not None and has_word_shortlists(models.get("unk")):
+        vocabularies = models.get("unk").vocabularies
     elif options.vocab is not None:
         vocabularies = _load_shortlists(options.vocab)
     elif options.model is not None:

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
-from .compressed import open_input
+from ..io.compressed import open_input
 from .errors import FileLineError, decoded_lines
 
 __all__ = [

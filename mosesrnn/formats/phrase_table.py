@@ -15,13 +15,13 @@ import sys
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Sequence
 
-from .compressed import decompressed
+from ..io.compressed import decompressed, open_raw
 from .errors import FileLineError, decoded_lines
 
 __all__ = [
     "PhraseTableError", "PhraseEntry", "score_column",
     "parse_line", "format_line", "MAX_TABLE_EXPONENT", "table_value",
-    "read_entries",
+    "read_entries", "source_groups",
     "count_scores", "TableReader",
 ]
 
@@ -193,7 +193,7 @@ class TableReader:
             with decompressed(sys.stdin.buffer) as stream:
                 yield from self._entries(stream)
             return
-        with open(self.path, "rb") as raw, decompressed(raw) as stream:
+        with open_raw(self.path) as raw, decompressed(raw) as stream:
             self._raw = raw
             yield from self._entries(stream)
 
@@ -219,3 +219,21 @@ def count_scores(path: str, encoding: str = "utf-8") -> int:
     for entry in read_entries(path, encoding):
         return len(entry.scores)
     raise PhraseTableError(path, 1, "the phrase table is empty")
+
+
+def source_groups(path: str, encoding: str = "utf-8") -> Iterator[list[PhraseEntry]]:
+    """Runs of adjacent entries with the same source; raises PhraseTableError if a source comes back."""
+    seen: set[str] = set()
+    group: list[PhraseEntry] = []
+    for entry in read_entries(path, encoding):
+        if group and entry.source != group[0].source:
+            yield group
+            group = []
+        if not group:
+            if entry.source in seen:
+                raise PhraseTableError(path, entry.line_no, f"source phrase {entry.source!r} occurs again "
+                                       "after other sources: the table must be sorted by source phrase")
+            seen.add(entry.source)
+        group.append(entry)
+    if group:
+        yield group

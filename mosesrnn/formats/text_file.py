@@ -1,6 +1,6 @@
 """Plain text files, one item a line: source sentences, references, corpora, weights.
 
-Read through :func:`~mosesrnn.formats.compressed.open_input` (gzip recognised by its bytes, ``-``
+Read through :func:`~mosesrnn.io.compressed.open_input` (gzip recognised by its bytes, ``-``
 for stdin); undecodable text and truncated compressed data raise
 :class:`~mosesrnn.formats.errors.FileLineError` naming the file and the line.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .compressed import open_input
+from ..io.compressed import open_input
 from .errors import FileLineError, decoded_lines
 
 __all__ = ["text_lines", "read_lines"]

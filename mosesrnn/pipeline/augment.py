@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Iterator
 
+from ..encdec.generate import Searcher
+from ..encdec.scoring import PairScorer
 from ..features.registry import FEATURES
-from ..features.rnn import RNNFeature
-from ..formats.compressed import atomic_output
-from ..formats.phrase_table import PhraseEntry, PhraseTableError, format_line, read_entries, table_value
-from ..generate import Searcher
+from ..formats.phrase_table import PhraseEntry, format_line, source_groups, table_value
+from ..io.compressed import atomic_output
 
-__all__ = ["AugmentSummary", "augment_table", "source_groups", "new_line"]
+__all__ = ["AugmentSummary", "augment_table", "new_line"]
 
 
 @dataclass
@@ -42,24 +41,6 @@ class NewPair:
 
     entry: PhraseEntry
     rank: int  # 1 = the beam's best
-
-
-def source_groups(path: str, encoding: str = "utf-8") -> Iterator[list[PhraseEntry]]:
-    """Runs of adjacent entries with the same source; raises PhraseTableError if a source comes back."""
-    seen: set[str] = set()
-    group: list[PhraseEntry] = []
-    for entry in read_entries(path, encoding):
-        if group and entry.source != group[0].source:
-            yield group
-            group = []
-        if not group:
-            if entry.source in seen:
-                raise PhraseTableError(path, entry.line_no, f"source phrase {entry.source!r} occurs again "
-                                       "after other sources: the table must be sorted by source phrase")
-            seen.add(entry.source)
-        group.append(entry)
-    if group:
-        yield group
 
 
 def new_line(group: list[PhraseEntry], target: str) -> PhraseEntry:
@@ -88,13 +69,13 @@ def _proposals(groups: list[list[PhraseEntry]], searcher: Searcher, beam_size: i
     return proposals
 
 
-def _write_chunk(groups, proposals, rnn: RNNFeature, out, listing, summary: AugmentSummary) -> None:
+def _write_chunk(groups, proposals, rnn: PairScorer, out, listing, summary: AugmentSummary) -> None:
     """Score every old and new line of the chunk, write them, list the new pairs."""
     digits = FEATURES["rnn"].table_digits
     lines = [(entry, None) for group, fresh in zip(groups, proposals)
              for entry in (*group, *(pair.entry for pair in fresh))]
     ranks = {id(pair.entry): pair.rank for fresh in proposals for pair in fresh}
-    values = rnn.values([entry for entry, _ in lines])
+    values = rnn.log_probs([entry for entry, _ in lines])
     for (entry, _), value in zip(lines, values):
         out.write(format_line(entry, [table_value(value, digits)]).encode("utf-8"))
         if id(entry) in ranks:
@@ -111,7 +92,7 @@ def augment_table(path: str, output: str, searcher: Searcher, *, beam_size: int 
         raise ValueError("augment needs a source-to-target model (it proposes target phrases); "
                          f"this one is {searcher.trained.direction}")
     summary = AugmentSummary()
-    rnn = RNNFeature(searcher.trained, device=searcher.device, dtype=searcher.precision.name)
+    rnn = PairScorer(searcher.trained, device=searcher.device, dtype=searcher.precision.name)
     with atomic_output(output) as out, atomic_output(new_pairs_path or output + ".new.tsv") as raw_listing:
         listing = io.TextIOWrapper(raw_listing, encoding="utf-8", newline="\n")
         listing.write("source\ttarget\trnn_log_p\tbeam_rank\n")

@@ -9,18 +9,23 @@ every line is kept, one output line per input line, in order.
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ..features.registry import Feature, describe
-from ..formats.compressed import atomic_output
 from ..formats.nbest import NbestEntry, NbestError, format_line, read_nbest
 from ..formats.text_file import text_lines
-from .checkpoint import StreamOutput
+from ..io.compressed import atomic_output, atomic_text_output
+from ..io.resumable import StreamOutput
+from .preflight import first_chunk_warnings
 from .streams import ChunkWriter, chunked, prefetch
 
-__all__ = ["Hypothesis", "NbestSummary", "nbest_label", "score_nbest"]
+__all__ = ["Hypothesis", "NbestSummary", "nbest_label", "score_nbest", "word_score_line"]
+
+log = logging.getLogger("mosesrnn")
 
 
 @dataclass(frozen=True)
@@ -47,9 +52,10 @@ class NbestSummary:
         return self.lines / self.seconds if self.seconds else 0.0
 
 
-def nbest_label(feature: Feature) -> str:
-    """The feature's label in an n-best list, Moses style: ``rnn`` -> ``RNN0``."""
-    return feature.spec.name.upper().replace("-", "_") + "0"
+def nbest_label(feature: Feature, labels: Mapping[str, str] | None = None) -> str:
+    """The feature's label in an n-best list: the one ``labels`` gives it, else Moses style ``rnn`` -> ``RNN0``."""
+    given = (labels or {}).get(feature.spec.name)
+    return given or feature.spec.name.upper().replace("-", "_") + "0"
 
 
 class _Sources:
@@ -69,37 +75,64 @@ class _Sources:
         return self._text
 
 
-def score_nbest(nbest_path: str, source_path: str, output_path: str, features: Sequence[Feature], *,
-                chunk_lines: int = 20000, encoding: str = "utf-8",
-                progress: Callable[[int], None] | None = None) -> NbestSummary:
+def score_nbest(nbest_path: str, source_path: str, output_path: str, features: Sequence[Feature],
+                labels: Mapping[str, str] | None = None, *, word_scores: str | None = None, chunk_lines: int = 20000,
+                encoding: str = "utf-8", progress: Callable[[int], None] | None = None) -> NbestSummary:
     """Append the ``features``' values, in order, to every hypothesis of an n-best list.
 
     ``-`` reads stdin or writes stdout; the output appears whole or not at all. Raises
     :class:`~mosesrnn.formats.nbest.NbestError` (``PATH:LINE: problem``) for a malformed line,
-    a sentence id beyond the source file, or a feature label already in a line.
+    a sentence id beyond the source file, or a feature label already in a line. ``labels`` names a
+    feature's group (``{"rnn": "RNN1"}``); the others get theirs from their names (``RNN0``, ``UNK0``).
+    ``word_scores``: a file that gets, for every hypothesis, the rnn model's log p of each token it
+    predicts (see :func:`word_score_line`).
     """
     if not features:
         raise ValueError("no feature to compute")
-    labels = [nbest_label(feature) for feature in features]
+    rnn = next((feature for feature in features if feature.spec.name == "rnn"), None)
+    if word_scores is not None and rnn is None:
+        raise ValueError("word scores are the rnn model's: give -m MODEL (the rnn feature)")
+    names = [nbest_label(feature, labels) for feature in features]
     started, lines, sentences = time.perf_counter(), 0, 0
 
     def format_chunk(entries: Sequence[NbestEntry], columns: Sequence[Sequence[float]]) -> str:
-        return "".join(format_line(entry, [(label, [value]) for label, value in zip(labels, values)])
+        return "".join(format_line(entry, [(name, [value]) for name, value in zip(names, values)])
                        for entry, values in zip(entries, zip(*columns)))
 
     sources = _Sources(source_path, encoding)
-    with atomic_output(output_path) as stream:
+    with atomic_output(output_path) as stream, _word_score_output(word_scores) as word_stream:
         writer = ChunkWriter(StreamOutput(stream), format_chunk)
         try:
             last_id = None
             for chunk in prefetch(chunked(read_nbest(nbest_path, encoding), chunk_lines)):
                 pairs = [Hypothesis(sources.sentence(entry), entry.hypothesis) for entry in chunk]
+                if not lines:
+                    for warning in first_chunk_warnings(nbest_path, pairs, features, table=False):
+                        log.warning("warning: %s", warning)
                 writer.put(chunk, [feature.values(pairs) for feature in features])
+                if word_stream is not None:
+                    word_stream.writelines(word_score_line(entry, scores)
+                                           for entry, scores in zip(chunk, rnn.token_log_probs(pairs)))
                 sentences += len({entry.sentence_id for entry in chunk} - {last_id})
                 lines, last_id = lines + len(chunk), chunk[-1].sentence_id
                 if progress:
                     progress(lines)
         finally:
             writer.close()
-    return NbestSummary(lines, sentences, time.perf_counter() - started, tuple(labels),
+    return NbestSummary(lines, sentences, time.perf_counter() - started, tuple(names),
                         tuple(describe(feature) for feature in features))
+
+
+def word_score_line(entry: NbestEntry, scores: Sequence[float]) -> str:
+    """One hypothesis' per-token scores, n-best style: ``ID ||| hypothesis ||| s_1 ... s_n s_EOS`` (natural
+    log; the tokens are the model's, words or subword pieces, then the end of sentence)."""
+    return f"{entry.sentence_id} ||| {entry.hypothesis} ||| {' '.join(f'{score:.6f}' for score in scores)}\n"
+
+
+@contextlib.contextmanager
+def _word_score_output(path: str | None):
+    if path is None:
+        yield None
+        return
+    with atomic_text_output(path) as stream:
+        yield stream

@@ -4,22 +4,19 @@ Reading (with gzip on its own thread), computing and writing run side by side (s
 :mod:`mosesrnn.pipeline.streams`). Lines come out in input order, one for one; the output appears
 only when the whole table (or shard, see :mod:`mosesrnn.pipeline.shards`) has been written. A
 checkpoint is taken every ``checkpoint_every`` chunks and every ``checkpoint_seconds``, and when
-the run is interrupted (Ctrl-C, SIGTERM), so a stopped or killed run continues from there with
-``--resume`` (see :mod:`mosesrnn.pipeline.checkpoint`).
+the run is interrupted (Ctrl-C, SIGTERM), so the same command continues a stopped or killed run
+from there (see :mod:`mosesrnn.io.resumable`). What is checked and warned about before and at the
+start of the pass is :mod:`mosesrnn.pipeline.preflight`.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from .. import __version__
 from ..features.registry import Feature, describe
-from ..files import is_special_file
-from ..formats.compressed import atomic_output, count_lines
 from ..formats.phrase_table import (
     MAX_TABLE_EXPONENT,
     PhraseEntry,
@@ -27,8 +24,13 @@ from ..formats.phrase_table import (
     format_line,
     table_value,
 )
-from ..job import Interrupted
-from .checkpoint import ResumableOutput, StreamOutput, open_output
+from ..formats.sidecar import Sidecar, write_sidecar
+from ..io.atomic import is_special_file
+from ..io.compressed import count_lines
+from ..io.job import Interrupted
+from ..io.resumable import ResumableOutput, StreamOutput, open_output
+from ..version import __version__
+from .preflight import check_run, first_chunk_warnings, table_warnings
 from .shards import ShardSpec, TableSlice
 from .streams import ChunkWriter, chunked, prefetch
 
@@ -39,13 +41,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ScoreSummary:
-    """What a scoring run did: its lines, the table's line range [first_line, end_line), the time."""
+    """What a scoring run did: its lines, the table's lines first_line..last_line (1-based, inclusive), the time."""
 
     lines: int
     seconds: float
     signature: str
     first_line: int = 1
-    end_line: int = 1
+    last_line: int = 0
 
     @property
     def lines_per_second(self) -> float:
@@ -61,7 +63,7 @@ def signature(features: Sequence[Feature], encoding: str) -> str:
 
 
 class ScoreInterrupted(Interrupted):
-    """The run was stopped (Ctrl-C, SIGTERM); after a checkpoint at ``next_line``, ``--resume`` continues it."""
+    """The run was stopped (Ctrl-C, SIGTERM); after a checkpoint at ``next_line``, the same command continues it."""
 
     def __init__(self, output_path: str, next_line: int | None, lines: int, resumable: bool = True):
         if not resumable:
@@ -69,34 +71,33 @@ class ScoreInterrupted(Interrupted):
         elif next_line is None:
             where = f"stopped before the first checkpoint: nothing kept, {output_path} not written"
         else:
-            where = (f"{lines:,} lines done and kept in {output_path}.part; run the same command with "
-                     f"--resume to continue at line {next_line}")
+            where = (f"{lines:,} lines done and kept in {output_path}.part; run the same command to continue "
+                     f"at line {next_line}")
         super().__init__(f"interrupted: {where}")
         self.next_line, self.lines = next_line, lines
 
 
 def score_table(input_path: str, output_path: str, features: Sequence[Feature], *,
                 encoding: str = "utf-8", chunk_lines: int = 20000, shard: ShardSpec = ShardSpec(),
-                resume: bool = False, checkpoint_every: int = 25, checkpoint_seconds: float = 300.0,
+                resume: bool = True, checkpoint_every: int = 25, checkpoint_seconds: float = 300.0,
                 progress: Callable[[int, int, int | None], None] | None = None) -> ScoreSummary:
     """Append the ``features`` columns, in order, to every line of a phrase table (or one shard).
 
     The output is written as ``OUTPUT.part``, checkpointed (see the module docstring) and renamed
-    when complete; ``resume`` continues a stopped run of the same command (same input, shard,
-    chunking and signature, which holds every setting that changes a value, down to batch size
-    and device). ``-`` is stdout; a device or FIFO is written directly. ``progress(lines,
+    when complete; ``resume`` (the default) continues a stopped run of the same command (same input,
+    shard, chunking and signature, which holds every setting that changes a value), and False
+    starts over. ``-`` is stdout; a device or FIFO is written directly. ``progress(lines,
     bytes_read, bytes_total)`` is called after each chunk. A JSON sidecar ``OUTPUT.json`` records
     the signature and the line range (regular files only). Raises
     :class:`~mosesrnn.formats.phrase_table.PhraseTableError` on bad input and OSError when
     writing fails (leaving no output behind), :class:`ScoreInterrupted` when stopped, and
-    :class:`~mosesrnn.pipeline.checkpoint.ResumeError` for a resume that does not match.
+    :class:`~mosesrnn.io.resumable.ResumeError` for a stopped run that does not match this one.
     """
-    if not features:
-        raise ValueError("no feature to compute")
-    if input_path != "-" and not os.path.isfile(input_path):
-        raise FileNotFoundError(f"{input_path}: no such file")
-    if "-" in (input_path, output_path) and (resume or shard.count > 1):
-        raise ValueError("--resume and --shard need a file, not stdin/stdout")
+    check_run(input_path, output_path, features, shard)
+    resume = resume and input_path != "-"  # stdin cannot be read again from where a run stopped
+    warnings = table_warnings(input_path)
+    for warning in warnings:
+        log.warning("warning: %s", warning)
     sign = signature(features, encoding)
     total = count_lines(input_path) if shard.count > 1 else None
     nominal = shard.nominal_range(total) if total is not None else (1, None)
@@ -109,7 +110,8 @@ def score_table(input_path: str, output_path: str, features: Sequence[Feature], 
     started = time.perf_counter()
     try:
         lines, capped = _score_chunks(table, output, features, chunk_lines,
-                                      _Schedule(checkpoint_every, checkpoint_seconds), state, progress)
+                                      _Schedule(checkpoint_every, checkpoint_seconds), state, progress,
+                                      scored_already=bool(warnings))
         size = output.finish()
     except (ScoreInterrupted, KeyboardInterrupt):  # Ctrl-C in the chunks (checkpointed), or later
         resumable = isinstance(output, ResumableOutput)
@@ -126,7 +128,7 @@ def score_table(input_path: str, output_path: str, features: Sequence[Feature], 
                     "Moses sees %g", capped, MAX_TABLE_EXPONENT, MAX_TABLE_EXPONENT, MAX_TABLE_EXPONENT,
                     MAX_TABLE_EXPONENT)
     summary = ScoreSummary(lines, time.perf_counter() - started, sign,
-                           state.get("first_line") or table.first_line, table.end_line)
+                           state.get("first_line") or table.first_line, table.end_line - 1)
     if output_path != "-" and not is_special_file(output_path):
         _write_sidecar(output_path, key, features, summary, shard, total, size)
     return summary
@@ -156,7 +158,8 @@ class _Schedule:
 
 
 def _score_chunks(table: TableSlice, output: ResumableOutput | StreamOutput, features: Sequence[Feature],
-                  chunk_lines: int, schedule: _Schedule, state: dict, progress) -> tuple[int, int]:
+                  chunk_lines: int, schedule: _Schedule, state: dict, progress,
+                  scored_already: bool = False) -> tuple[int, int]:
     """Compute and write the chunks of ``table``; returns (lines done, resumed ones included; values capped).
 
     On Ctrl-C the chunks already computed are written and checkpointed, then ScoreInterrupted is raised.
@@ -166,6 +169,9 @@ def _score_chunks(table: TableSlice, output: ResumableOutput | StreamOutput, fea
     writer = ChunkWriter(output, formatter)
     try:
         for number, chunk in enumerate(prefetch(chunked(table, chunk_lines)), start=1):
+            if number == 1 and not state:
+                for warning in first_chunk_warnings(table.reader.path, chunk, features, scored_already=scored_already):
+                    log.warning("warning: %s", warning)
             columns = [feature.values(chunk) for feature in features]
             after = {"next_line": chunk[-1].line_no + 1, "lines": lines + len(chunk),
                      "first_line": state.get("first_line") or table.first_line}
@@ -199,19 +205,10 @@ class _TableFormatter:
 def _write_sidecar(output_path: str, key: dict, features: Sequence[Feature], summary: ScoreSummary,
                    shard: ShardSpec, total_lines: int | None, size: int) -> None:
     """Write ``OUTPUT.json``: how the table was scored and which of its lines this file holds."""
-    record = {
-        "signature": summary.signature,
-        "mosesrnn_version": __version__,
-        "input": key["input"],
-        "input_bytes": key["input_bytes"],
-        "shard": str(shard),
-        "first_line": summary.first_line,
-        "end_line": summary.end_line,
-        "lines": summary.lines,
-        "total_lines": total_lines if total_lines is not None else summary.end_line - 1,
-        "bytes": size,
-        "appended_columns": [feature.spec.name for feature in features],
-        "features": [describe(feature) for feature in features],
-    }
-    with atomic_output(output_path + ".json") as out:
-        out.write((json.dumps(record, indent=2) + "\n").encode("utf-8"))
+    write_sidecar(output_path, Sidecar(
+        signature=summary.signature, mosesrnn_version=__version__, input=key["input"],
+        input_bytes=key["input_bytes"], shard=str(shard), first_line=summary.first_line,
+        last_line=summary.last_line, lines=summary.lines,
+        total_lines=total_lines if total_lines is not None else summary.last_line, bytes=size,
+        appended_columns=tuple(feature.spec.name for feature in features),
+        features=tuple(describe(feature) for feature in features)))

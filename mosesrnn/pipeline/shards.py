@@ -14,6 +14,7 @@ be entered in the middle, so a shard must decompress everything before it anyway
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Iterator
@@ -40,12 +41,29 @@ class ShardSpec:
         return f"{self.index}/{self.count}"
 
     @classmethod
-    def parse(cls, text: str) -> "ShardSpec":
-        """Read ``"I/N"``, e.g. ``"2/8"``; raises ValueError otherwise."""
+    def parse(cls, text: str, environ: dict | None = None) -> "ShardSpec":
+        """Read ``"I/N"``, e.g. ``"2/8"``, or ``"auto"`` (:meth:`from_environment`); raises ValueError otherwise."""
+        if text.strip() == "auto":
+            return cls.from_environment(os.environ if environ is None else environ)
         match = _SHARD.match(text.strip())
         if not match:
-            raise ValueError(f"shard must look like I/N (e.g. 2/8), not {text!r}")
+            raise ValueError(f"shard must look like I/N (e.g. 2/8) or be auto, not {text!r}")
         return cls(int(match.group(1)), int(match.group(2)))
+
+    @classmethod
+    def from_environment(cls, environ) -> "ShardSpec":
+        """This process' shard from its launcher: torchrun (``RANK`` of ``WORLD_SIZE``), a Slurm job array
+        (``SLURM_ARRAY_TASK_ID`` from ``SLURM_ARRAY_TASK_MIN`` of ``SLURM_ARRAY_TASK_COUNT``) or Slurm tasks
+        (``SLURM_PROCID`` of ``SLURM_NTASKS``)."""
+        for index, count, first in (("RANK", "WORLD_SIZE", None),
+                                    ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN"),
+                                    ("SLURM_PROCID", "SLURM_NTASKS", None)):
+            if index in environ and count in environ:
+                offset = int(environ.get(first, 0)) if first else 0
+                return cls(int(environ[index]) - offset + 1, int(environ[count]))
+        raise ValueError("--shard auto reads the shard from torchrun (RANK, WORLD_SIZE) or Slurm "
+                         "(SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, or SLURM_PROCID and SLURM_NTASKS), and none "
+                         "is set: give --shard I/N")
 
     def nominal_range(self, total_lines: int) -> tuple[int, int]:
         """The 1-based line numbers [start, stop) before moving both to boundaries."""

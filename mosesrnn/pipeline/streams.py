@@ -10,7 +10,7 @@ import queue
 import threading
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .checkpoint import ResumableOutput, StreamOutput
+from ..io.resumable import ResumableOutput, StreamOutput
 
 __all__ = ["chunked", "prefetch", "ChunkWriter"]
 

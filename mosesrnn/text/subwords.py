@@ -20,19 +20,22 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from ..files import atomic_file
 from ..formats.phrase_table import PhraseEntry
+from ..io.atomic import atomic_file
+from ..io.compressed import open_raw, read_bytes
 from .codec import CodecPair
 from .tokenizers import MosesWords, SentencePieceTokenizer, Tokenizer, words
 from .vocab import EOS, PAD, RESERVED, SOURCE_FILE, TARGET_FILE, UNK, Vocabulary, VocabularyPair, unique_pairs
 
-__all__ = ["SPM_TYPES", "DESCRIPTOR", "SubwordModels", "train_subwords", "piece_vocabulary",
+__all__ = ["SPM_TYPES", "DESCRIPTOR", "VOCAB_DIR_FILES", "SubwordModels", "train_subwords", "piece_vocabulary",
            "load_vocab_dir", "save_vocab_dir"]
 
 SPM_TYPES = ("unigram", "bpe")
 DESCRIPTOR = "spm.json"
 FORMAT, VERSION = "mosesrnn subwords", 1
 SOURCE_MODEL, TARGET_MODEL, JOINT_MODEL = "source.spm.model", "target.spm.model", "joint.spm.model"
+#: Every file a vocabulary folder may hold: word shortlists, or SentencePiece models and their descriptor.
+VOCAB_DIR_FILES = (SOURCE_FILE, TARGET_FILE, DESCRIPTOR, SOURCE_MODEL, TARGET_MODEL, JOINT_MODEL)
 
 
 @dataclass(frozen=True)
@@ -69,15 +72,17 @@ class SubwordModels:
     def load(cls, directory: str) -> "SubwordModels":
         """Read what :meth:`save` wrote; raises ValueError for a descriptor of another format."""
         path = os.path.join(directory, DESCRIPTOR)
-        with open(path, encoding="utf-8") as stream:
-            descriptor = json.load(stream)
+        try:
+            descriptor = json.loads(read_bytes(path).decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ValueError(f"{path}: not a mosesrnn subword descriptor ({error})") from None
         if not isinstance(descriptor, dict) or descriptor.get("format") != FORMAT:
             raise ValueError(f"{path}: not a mosesrnn subword descriptor")
         if descriptor.get("version") != VERSION:
             raise ValueError(f"{path}: unsupported subword descriptor version {descriptor.get('version')}")
         models = {}
         for side in ("source", "target"):
-            with open(os.path.join(directory, os.path.basename(descriptor[side])), "rb") as stream:
+            with open_raw(os.path.join(directory, os.path.basename(str(descriptor.get(side))))) as stream:
                 models[side] = stream.read()
         return cls(models["source"], models["target"], descriptor.get("settings", {}))
 

@@ -12,8 +12,9 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
-from ..files import atomic_file
 from ..formats.phrase_table import PhraseEntry
+from ..formats.text_file import text_lines
+from ..io.atomic import atomic_file
 from .tokenizers import words
 
 __all__ = [
@@ -70,16 +71,15 @@ class Vocabulary:
     @classmethod
     def load(cls, path: str) -> "Vocabulary":
         """Read a vocabulary file written by :meth:`save`."""
-        with open(path, encoding="utf-8") as lines:
-            header = lines.readline().rstrip("\n")
-            if header != FORMAT_HEADER:
-                raise ValueError(f"{path}:1: not a mosesrnn vocabulary (expected {FORMAT_HEADER!r})")
-            entries = []
-            for line_no, line in enumerate(lines, start=2):
-                parts = line.rstrip("\n").split("\t")
-                if len(parts) != 2 or not parts[1].isdigit():
-                    raise ValueError(f"{path}:{line_no}: expected 'word<TAB>count'")
-                entries.append((parts[0], int(parts[1])))
+        lines = text_lines(path)
+        if next(lines, (1, ""))[1] != FORMAT_HEADER:
+            raise ValueError(f"{path}:1: not a mosesrnn vocabulary (expected {FORMAT_HEADER!r})")
+        entries = []
+        for line_no, line in lines:
+            parts = line.split("\t")
+            if len(parts) != 2 or not parts[1].isdigit():
+                raise ValueError(f"{path}:{line_no}: expected 'word<TAB>count'")
+            entries.append((parts[0], int(parts[1])))
         return cls([word for word, _ in entries], [count for _, count in entries])
 
 

@@ -12,6 +12,7 @@ their data first and stop with one line when they differ. Backend: NCCL on GPUs 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 
@@ -19,7 +20,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-__all__ = ["Ranks", "ranks_from_environment", "start", "same_data", "broadcast", "any_rank"]
+__all__ = ["Ranks", "PeerLost", "ranks_from_environment", "start", "same_data", "broadcast", "any_rank",
+           "peers_alive"]
 
 
 @dataclass(frozen=True)
@@ -86,3 +88,27 @@ def any_rank(ranks: Ranks, flag: bool, device: str | torch.device = "cpu") -> bo
     value = torch.tensor([int(flag)], device=device)
     dist.all_reduce(value, op=dist.ReduceOp.MAX)
     return bool(value.item())
+
+
+class PeerLost(ValueError):
+    """Another process of a torchrun run stopped, so this one cannot go on; the message says how to continue."""
+
+
+_LOST = ("connection", "closed", "reset", "broken pipe", "gloo", "nccl", "timed out", "timeout")
+
+
+@contextlib.contextmanager
+def peers_alive(ranks: Ranks, output_dir: str):
+    """Turn a collective that failed because another rank died (killed, out of memory) into one
+    :class:`PeerLost` line instead of a traceback through the loop."""
+    try:
+        yield
+    except RuntimeError as error:
+        lost = isinstance(error, getattr(dist, "DistBackendError", ())) or any(
+            word in str(error).lower() for word in _LOST)
+        if ranks.world == 1 or not lost:
+            raise
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise PeerLost(f"rank {ranks.rank}: another process of this torchrun run stopped ({first[:160]}); what was "
+                       f"saved at the last validation is in {output_dir}, and the same command continues from "
+                       f"there") from None

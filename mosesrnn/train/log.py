@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import json
-import os
 
-from ..plots import save_png
+from ..formats.text_file import read_lines
+from ..io.atomic import append_text, atomic_file
+from ..io.figures import save_png
 
 __all__ = ["TrainLog"]
 
@@ -14,16 +15,15 @@ class TrainLog:
 
     def __init__(self, path: str, plot_path: str, fresh: bool, unit: str = "pair", writes: bool = True):
         self.path, self.plot_path, self.unit, self.writes = path, plot_path, unit, writes
-        if writes and fresh and os.path.exists(path):
-            os.remove(path)
+        if writes and fresh:
+            with atomic_file(path):
+                pass  # a fresh run starts an empty log
 
     def write(self, event: str, **values) -> None:
         """Append one record ``{"event": event, **values}`` (nothing where ``writes`` is off: another
         process of the run writes the log)."""
-        if not self.writes:
-            return
-        with open(self.path, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"event": event, **values}) + "\n")
+        if self.writes:
+            append_text(self.path, json.dumps({"event": event, **values}) + "\n")
 
     def validation(self, **values) -> None:
         """Append a validation record and redraw the plot."""
@@ -34,8 +34,7 @@ class TrainLog:
     def plot(self) -> None:
         """Draw NLL per example (train, valid) and valid vs unigram perplexity against updates."""
         from matplotlib.figure import Figure
-        with open(self.path, encoding="utf-8") as lines:
-            records = [r for r in map(json.loads, lines) if r["event"] == "valid"]
+        records = [r for r in map(json.loads, filter(None, read_lines(self.path))) if r["event"] == "valid"]
         updates = [r["update"] for r in records]
         figure = Figure(figsize=(10, 4))
         nll, ppl = figure.subplots(1, 2)

@@ -21,7 +21,6 @@ import math
 import os
 import random
 import signal
-import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -30,14 +29,14 @@ from typing import Callable, Protocol
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
-from ..devices import resolve_device
-from ..files import atomic_file
+from ..io.model_store import read_state_file, save_file
+from ..runtime.devices import resolve_device
+from ..runtime.progress import Progress
 from . import distributed
-from .data import Shuffler
 from .distributed import Ranks, any_rank, broadcast, same_data
 from .log import TrainLog
+from .shuffler import Shuffler
 
 __all__ = ["RunConfig", "begin_run", "Task", "Validation", "LoopSettings", "LoopResult", "Loop", "STATE", "BEST",
            "LAST", "load_state", "seed_everything"]
@@ -166,10 +165,8 @@ def load_state(output_dir: str, resume: str, config: dict, free: set[str]) -> di
         if resume == "require":
             raise FileNotFoundError(f"{path}: no training state to resume from")
         return None
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    if state.get("version") != STATE_VERSION:
-        raise ValueError(f"{path}: unsupported training state version {state.get('version')}")
-    saved = state["config"]
+    state = read_state_file(path, STATE_VERSION)
+    saved = state.get("config", {})
     changed = sorted(k for k in config if k not in free and saved.get(k) != config[k])
     if changed:
         raise ValueError(f"{path}: cannot resume with different {', '.join(changed)} (use --restart to start over)")
@@ -182,6 +179,7 @@ class Loop:
 
     def __init__(self, task: Task, settings: LoopSettings, output_dir: str, config: dict, state: dict | None):
         self.task, self.settings, self.config, self.ranks = task, settings, config, settings.ranks
+        self.output_dir = output_dir
         self.path = lambda name: os.path.join(output_dir, name)
         self.resumed = state is not None
         state = state or {}
@@ -260,14 +258,13 @@ class Loop:
         if not self.ranks.main:
             return
         self.task.save_model(self.path(LAST), self.info(self.last))
-        with atomic_file(self.path(STATE)) as stream:
-            torch.save({
-                "version": STATE_VERSION, "config": self.config, "optimizer": self.optimizer.state_dict(),
-                "rng": _rng_state(), "updates": self.updates, "pairs": self.examples, "seconds": self.seconds,
-                "epoch": self.shuffler.epoch, "position": self.shuffler.position,
-                "best": _plain(self.best), "last": _plain(self.last), "bad_validations": self.bad_validations,
-                "loss_sum": self.loss_sum, "loss_count": self.loss_count,
-                "last_valid_update": self.last_valid_update}, stream)
+        save_file(self.path(STATE), {
+            "version": STATE_VERSION, "config": self.config, "optimizer": self.optimizer.state_dict(),
+            "rng": _rng_state(), "updates": self.updates, "pairs": self.examples, "seconds": self.seconds,
+            "epoch": self.shuffler.epoch, "position": self.shuffler.position,
+            "best": _plain(self.best), "last": _plain(self.last), "bad_validations": self.bad_validations,
+            "loss_sum": self.loss_sum, "loss_count": self.loss_count,
+            "last_valid_update": self.last_valid_update})
 
     # -- the run -------------------------------------------------------------------------------------
 
@@ -277,7 +274,7 @@ class Loop:
         ``should_stop(updates)`` is asked before every update; True stops as an interrupt would.
         """
         stop, examples_before, seconds_before = threading.Event(), self.examples, self.seconds
-        with _stop_on_signals(stop):
+        with _stop_on_signals(stop), distributed.peers_alive(self.ranks, self.output_dir):
             reason = self._updates(stop, should_stop)
         if self.last_valid_update != self.updates:
             if reason in ("max_updates", "max_time"):
@@ -297,10 +294,11 @@ class Loop:
                 tick = time.monotonic()
                 loss = self.step()
                 self.seconds += time.monotonic() - tick  # training time, validation excluded
+                postfix = None
                 if self.updates % 10 == 0:
                     speed = (self.examples - examples_before) / max(self.seconds - seconds_before, 1e-9)
-                    bar.set_postfix(loss=f"{loss:.2f}", per_s=f"{speed:.0f}", refresh=False)
-                bar.update(1)
+                    postfix = f"loss {loss:.2f}, {speed:.0f} {self.task.unit}/s"
+                bar.update(1, postfix)
                 if self.updates % self.settings.valid_every == 0:
                     self.validate()
         return reason
@@ -324,9 +322,9 @@ class Loop:
             return "max_time"
         return None
 
-    def _progress_bar(self) -> tqdm:
-        return tqdm(total=self.settings.max_updates, initial=self.updates, unit="upd", dynamic_ncols=True,
-                    disable=self.settings.quiet or not self.ranks.main or not sys.stderr.isatty(), desc="training")
+    def _progress_bar(self) -> Progress:
+        return Progress("training", quiet=self.settings.quiet or not self.ranks.main, unit="updates",
+                        total=self.settings.max_updates, initial=self.updates)
 
 
 def _mean_over_ranks(value: torch.Tensor) -> float:

@@ -14,7 +14,9 @@ from typing import Sequence
 import numpy as np
 from sacrebleu.metrics.bleu import BLEU, BLEUScore
 
-__all__ = ["BleuStatistics", "bleu_scores"]
+from ..formats.text_file import read_lines
+
+__all__ = ["BleuStatistics", "bleu_scores", "file_bleu"]
 
 
 def bleu_scores(stats: np.ndarray, smooth_method: str = "exp", smooth_value: float | None = None) -> np.ndarray:
@@ -89,3 +91,13 @@ class BleuStatistics:
     def score(self, stats: np.ndarray) -> BLEUScore:
         """sacrebleu's score of one vector of summed statistics, shape (10,)."""
         return self.metric._compute_score_from_stats([int(value) for value in stats])
+
+
+def file_bleu(hypothesis: str, reference: str, tokenize: str = "13a") -> tuple[float, str]:
+    """sacreBLEU of a hypothesis file against one reference file, and its signature (``none``: the text is
+    tokenised already, on purpose). Raises ValueError when their line counts differ."""
+    hyps, refs = read_lines(hypothesis), read_lines(reference)
+    if len(hyps) != len(refs):
+        raise ValueError(f"{hypothesis} has {len(hyps)} lines but {reference} has {len(refs)}")
+    metric = BLEU(tokenize=tokenize, force=tokenize == "none")
+    return metric.corpus_score(hyps, [refs]).score, str(metric.get_signature())

@@ -7,13 +7,14 @@ from typing import Sequence
 import numpy as np
 from sacrebleu.metrics.bleu import BLEUScore
 
+from ..formats.moses_ini import read_weights
 from ..formats.text_file import read_lines
 from .bleu import BleuStatistics
 from .mert import MertOptions, mert, normalise
 from .problem import TuningProblem, load_nbest
-from .weights import read_weights, weights_vector
+from .vectors import weights_vector
 
-__all__ = ["TuningReport", "read_references", "initial_weights", "tune_files"]
+__all__ = ["TuningReport", "read_references", "starting_weights", "tune_files"]
 
 
 @dataclass(frozen=True)
@@ -34,21 +35,27 @@ class TuningReport:
 
 
 def read_references(paths: Sequence[str]) -> list[list[str]]:
-    """One list of lines per reference file; raises ValueError if their line counts differ, and
-    FileLineError (file:line) for text that is not UTF-8."""
+    """One list of lines per reference file; raises ValueError if one is empty or their line counts differ,
+    and FileLineError (file:line) for text that is not UTF-8."""
     streams = [read_lines(path) for path in paths]
+    for path, lines in zip(paths, streams):
+        if not lines:
+            raise ValueError(f"{path}: no reference sentences (the file is empty)")
     if len({len(lines) for lines in streams}) > 1:
         raise ValueError("the reference files have different numbers of lines: "
                          + ", ".join(f"{path} {len(lines)}" for path, lines in zip(paths, streams)))
     return streams
 
 
-def initial_weights(problem: TuningProblem, init: str | None) -> tuple[np.ndarray, str]:
+def starting_weights(problem: TuningProblem, init: str | None) -> tuple[np.ndarray, str]:
     """The start point (D,): the ``[weight]`` lines of ``init`` (a moses.ini or weights file; groups it
     lacks get 0), else the weights that reproduce the last n-best list's totals (the decoder's weights).
     Returns the weights and a sentence saying where they came from."""
     if init is not None:
-        weights, missing = weights_vector(problem.groups, read_weights(init))
+        named = read_weights(init)
+        if not named:
+            raise ValueError(f"{init}: no 'Name= v1 v2 ...' weight lines")
+        weights, missing = weights_vector(problem.groups, named)
         note = f" ({', '.join(missing)} not there: weight 0)" if missing else ""
         return weights, f"from {init}{note}"
     weights, share = problem.decoder_weights()
@@ -60,7 +67,7 @@ def tune_files(nbest: Sequence[str], references: Sequence[str], init: str | None
     """Run MERT on the pooled n-best lists ``nbest`` of the sentences of ``references`` (one or more files)."""
     bleu = BleuStatistics(read_references(references), tokenize=tokenize)
     problem = load_nbest(nbest, bleu)
-    start, source = initial_weights(problem, init)
+    start, source = starting_weights(problem, init)
     result = mert(problem, bleu.scores, start, options)
 
     def one_best_bleu(weights: np.ndarray) -> BLEUScore:

@@ -1,0 +1,374 @@
+"""The commands that put the features into Moses: ``moses-ini``, ``binarize``, ``mert-moses``, ``mert-report``.
+
+Each parses its options and calls :mod:`moses_integration`, the library that drives Moses and
+knows nothing of the command line; a missing or failing Moses program is one line too.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+import click
+from sacrebleu.metrics.bleu import BLEU
+
+from moses_integration.binarize import BINARY_FORMATS, FORMATS, binarize_table, binarized_path
+from moses_integration.ini_paths import absolute_paths as absolute_paths_of
+from moses_integration.mert_moses import MertSettings, MertSetupError, find_tools
+from moses_integration.mert_report import apply_iteration, choose_iteration, format_tuning, read_tuning, tuning_dirs
+from moses_integration.moses_ini import updated_ini
+from moses_integration.neural_lm import with_neural_lm
+from moses_integration.new_columns import DEFAULT_WEIGHTS
+from moses_integration.route import RoutePlan, plan_problems, run_route
+from moses_integration.route import dry_run as dry_run_commands
+from moses_integration.tools import MosesToolError, format_command
+
+from ..features.options import FeatureOptions
+from ..formats.moses_ini import read_ini_text
+from ..formats.tuning_report import markdown, read_report
+from ..io.compressed import atomic_output
+from .common import DEVICE, DTYPE, QUIET, Command, setup_logging
+from .features import check_feature_names
+from .paths import (
+    CSLM_MODEL,
+    INPUT,
+    INPUT_FOLDER,
+    MODEL,
+    OUTPUT,
+    PLACE,
+    PROGRAM_OUTPUT,
+    input_with,
+    output_folder_writing,
+)
+
+__all__ = ["MosesCommand", "moses_ini", "binarize", "tune", "mert_report"]
+
+log = logging.getLogger("mosesrnn")
+#: sacreBLEU's tokenizers, for --tokenize.
+BLEU_TOKENIZERS = tuple(sorted(BLEU.TOKENIZERS))
+
+
+class MosesCommand(Command):
+    """A mosesrnn command that runs Moses: a missing or failing Moses program is one line too."""
+
+    user_errors = Command.user_errors + (MosesToolError,)
+
+
+def _comma_list(ctx, param, value):
+    """Split ``a,b`` into a tuple (None stays None)."""
+    if value is None:
+        return None
+    items = tuple(item.strip() for item in value.split(",") if item.strip())
+    if not items:
+        raise click.BadParameter("give a comma-separated list", ctx, param)
+    return items
+
+
+def _float_list(ctx, param, value):
+    """Split ``0.1,-0.1`` into a tuple of floats (None stays None)."""
+    items = _comma_list(ctx, param, value)
+    try:
+        return None if items is None else tuple(float(item) for item in items)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of numbers", ctx, param) from None
+
+
+_DEFAULTS_TEXT = ", ".join(f"{name} {weight:+g}" for name, weight in DEFAULT_WEIGHTS.items())
+
+
+@click.command("moses-ini", cls=MosesCommand)
+@click.argument("ini", type=INPUT)
+@click.option("--table", type=input_with(".json"),
+              help="The scored phrase table (text, usually .gz). Its first line must have exactly the new "
+                   "num-features scores. Written to the ini as given (absolute with --absolute-paths): Moses "
+                   "resolves a relative path against the directory it runs in.")
+@click.option("--add", type=click.IntRange(min=1),
+              help="How many score columns were appended (checked against --features/--weights).")
+@click.option("--features", callback=_comma_list, metavar="NAMES",
+              help=f"Names of the appended columns, in order, as given to `mosesrnn score --features` "
+                   f"(default: read from TABLE.json, which `score` writes, else rnn,unk); they choose the "
+                   f"default initial weights: {_DEFAULTS_TEXT}.")
+@click.option("--weights", callback=_float_list, metavar="W1,W2",
+              help="Initial weights of the appended columns, in order (overrides the defaults of "
+                   "--features).")
+@click.option("--feature", "feature_name", metavar="NAME",
+              help="Which phrase-table feature to change, by its Moses name (e.g. TranslationModel0); "
+                   "needed when the ini has several phrase tables.")
+@click.option("--binary", metavar="PATH", type=PLACE,
+              help="For a PhraseDictionaryCompact or PhraseDictionaryOnDisk feature: the binarized table "
+                   "to point at (default: what `binarize` writes, TABLE without .gz plus .minphr/.ondisk).")
+@click.option("--absolute-paths", is_flag=True,
+              help="Write every file path of the ini (each feature's path=, the legacy [ttable-file], "
+                   "[lmodel-file], [distortion-file], [generation-file] lines) as an absolute path, as "
+                   "mert-moses.pl needs; ${...} placeholders are kept. --table and --binary are taken from "
+                   "the current directory.")
+@click.option("--relative-to", type=PLACE, metavar="DIR",
+              help="With --absolute-paths: the directory the ini's relative paths are relative to (default: "
+                   "the current directory, where Moses resolves them; often the ini's own folder).")
+@click.option("--cslm", type=INPUT, metavar="NPLM",
+              help="Add the CSLM inside the decoder: a NeuralLM feature (Moses built --with-nplm) reading this NPLM "
+                   "file from `mosesrnn lm export`, its order read from the file, and its weight.")
+@click.option("--cslm-weight", default=0.1, show_default=True, type=float,
+              help="The NeuralLM feature's initial weight (tune it with mert-moses).")
+@click.option("-o", "--output", default="-", show_default=True, type=OUTPUT,
+              help="The new moses.ini ('-' for stdout; written whole or not at all; never over INI).")
+def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute_paths, relative_to, cslm,
+              cslm_weight, output):
+    """Point the phrase table of INI at a scored TABLE and add weights for its new columns; or (and)
+    make every path of INI absolute.
+
+    Raises the feature's num-features, appends the initial weights to its [weight] line (or to
+    [weight-t] in the legacy format), extends tuneable-components, and leaves every other line
+    untouched. The defaults start the new features small (the weights decide, before tuning,
+    which table-limit translations survive) with the sign that helps: +0.1 rewards a higher RNN
+    log-probability, -0.1 penalises each unknown word. With --cslm, a NeuralLM feature (the CSLM
+    in the decoder) and its weight are added too.
+
+    \b
+    Example:
+      mosesrnn moses-ini moses.ini --table $PWD/phrase-table.rnn.gz -o moses.rnn.ini
+      mosesrnn moses-ini system/moses.ini --absolute-paths --relative-to system -o moses.abs.ini
+      mosesrnn moses-ini moses.rnn.ini --cslm $PWD/lm.nplm -o moses.rnn.cslm.ini
+    """
+    _check_moses_ini_options(table, absolute_paths, relative_to, cslm,
+                             dict(add=add, features=features, weights=weights, feature=feature_name, binary=binary))
+    base = (relative_to or os.getcwd()) if absolute_paths else None
+    changes = []
+    if table is not None:
+        update = updated_ini(ini, table, add, features, weights, feature_name, binary, base)
+        text, changes = update.text, update.path_changes
+    else:
+        text = read_ini_text(ini)
+        if absolute_paths:
+            text, changes = absolute_paths_of(text, base)
+    if cslm is not None:
+        text, line = with_neural_lm(text, ini, cslm, cslm_weight, absolute_paths)
+    with atomic_output(output) as stream:
+        stream.write(text.encode("utf-8"))
+    output = "(stdout)" if output == "-" else output
+    if table is not None:
+        click.echo(f"{output}: {update.feature} ({update.type}, line {update.feature_line}) now reads "
+                   f"{update.table_path} with num-features={update.new_num_features}; added weights "
+                   f"{' '.join(repr(w) for w in update.weights)}", err=True)
+        if not os.path.isabs(update.table_path):
+            click.echo(f"warning: path={update.table_path} is relative: Moses resolves it against the folder it "
+                       f"runs in, and mert-moses.pl decodes inside its working directory, where it breaks; give "
+                       f"an absolute --table ($PWD/{update.table_path}) or --absolute-paths", err=True)
+    if cslm is not None:
+        click.echo(f"{output}: added NeuralLM {line.name} (order {line.order}) reading {line.path}, weight "
+                   f"{line.weight!r}; Moses must be built --with-nplm", err=True)
+    if absolute_paths:
+        _report_path_changes(output, changes, base)
+    if table is not None and update.type in BINARY_FORMATS:
+        click.echo(f"{update.type} reads the binarized table: build it with\n  mosesrnn binarize "
+                   f"{table} --format {BINARY_FORMATS[update.type]} -o {update.table_path}", err=True)
+
+
+def _check_moses_ini_options(table, absolute_paths, relative_to, cslm, table_options) -> None:
+    if relative_to is not None and not absolute_paths:
+        raise click.UsageError("--relative-to goes with --absolute-paths")
+    if table is None:
+        if not absolute_paths and cslm is None:
+            raise click.UsageError("give --table (a scored phrase table to point at), --cslm, --absolute-paths, "
+                                   "or several")
+        given = [f"--{name}" for name, value in table_options.items() if value is not None]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} only go with --table")
+
+
+def _report_path_changes(output, changes, base) -> None:
+    click.echo(f"{output}: {len(changes)} relative path(s) made absolute against {base}", err=True)
+    for change in changes:
+        click.echo(f"  line {change.line_no}: {change.old} -> {change.new}", err=True)
+    missing = [change for change in changes if not change.exists]
+    for change in missing:
+        click.echo(f"warning: line {change.line_no}: nothing at {change.new}", err=True)
+    if missing:
+        click.echo("  (are the paths relative to another directory? name it with --relative-to)", err=True)
+
+
+def _binarized_output(params: dict) -> dict:
+    """``binarize``'s output when -o is not given: what :func:`binarized_path` names."""
+    return {"output": binarized_path(params["table"], params["fmt"], params["output"])}
+
+
+@click.command("binarize", cls=MosesCommand, derive=_binarized_output)
+@click.argument("table", type=INPUT)
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="compact", show_default=True,
+              help="compact: for PhraseDictionaryCompact (processPhraseTableMin writes file OUT.minphr); "
+                   "ondisk: for PhraseDictionaryOnDisk (CreateOnDiskPt writes folder OUT).")
+@click.option("-o", "--output", metavar="OUT", type=PROGRAM_OUTPUT,
+              help="The binarized table, i.e. the path= for moses.ini (default: TABLE without .gz, plus "
+                   ".minphr or .ondisk; .minphr is added to a compact OUT that lacks it).")
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Threads for processPhraseTableMin (CreateOnDiskPt has no such option).")
+@click.option("--rankscore", type=click.IntRange(min=0), metavar="N",
+              help="0-based index of the score p(e|f), by which translations are ranked: passed as "
+                   "-rankscore N to processPhraseTableMin and as the sort index to CreateOnDiskPt. In a "
+                   "standard table the scores are p(f|e) lex(f|e) p(e|f) lex(e|f) [phrase penalty], then "
+                   "the appended ones (default: 2 with four scores or more, else 0).")
+@click.option("--add-empty-alignment", is_flag=True,
+              help="processPhraseTableMin needs a 4th field, the word alignment, on every line: binarize a "
+                   "temporary copy (OUT.with-alignment.gz, removed afterwards) that adds an empty one where "
+                   "it is missing, and pass -encoding None (PREnc, the default, codes target phrases through "
+                   "their alignment and aborts on an empty one). Without it, such a table is refused before "
+                   "anything runs.")
+@click.option("--moses-bin", type=PLACE,
+              help="Folder with Moses' programs (default: $MOSES_BIN, then PATH).")
+@click.option("--dry-run", is_flag=True, help="Print the command instead of running it.")
+def binarize(table, fmt, output, threads, rankscore, add_empty_alignment, moses_bin, dry_run):
+    """Rebuild the binarized form of a scored phrase TABLE with its new number of scores.
+
+    The score count is read from the first line of TABLE, which is also checked for the fields
+    the program needs. A failed or interrupted run removes its partial output.
+
+    \b
+    Example:
+      mosesrnn binarize phrase-table.rnn.gz --format compact --threads 4 --moses-bin /opt/moses/bin
+    """
+    result = binarize_table(table, fmt, output, threads, moses_bin, dry_run, rankscore, add_empty_alignment)
+    if dry_run:
+        if result.copy:
+            click.echo(f"# first: {table} with an empty alignment field written to {result.copy} "
+                       "(removed after the run)")
+        click.echo(format_command(result.command))
+    else:
+        click.echo(f"wrote {result.output} ({result.num_scores} scores, ranked by score {result.rankscore})",
+                   err=True)
+
+
+def _rescoring(features, model, reverse_model, lm, vocab, device, dtype, threads) -> FeatureOptions | None:
+    """The rescoring features of ``tune``, or None when none is asked for."""
+    if features is None and not any((model, reverse_model, lm)):
+        if vocab:
+            raise click.UsageError("--vocab serves the unk feature: name it with --rescore unk")
+        return None
+    return FeatureOptions(features=features, model=model, reverse_model=reverse_model, lm=lm, vocab=vocab,
+                          device=device, dtype=dtype, threads=threads)
+
+
+@click.command("tune", cls=MosesCommand)
+@click.argument("dev_src", type=INPUT)
+@click.argument("dev_ref", type=INPUT)
+@click.argument("ini", type=INPUT)
+@click.option("--test-src", required=True, type=INPUT, help="The test set's source text, decoded with each tuned ini.")
+@click.option("--test-ref", required=True, type=INPUT, help="Its reference, for the test BLEU.")
+@click.option("--baseline", type=INPUT,
+              help="A baseline moses.ini (the system without the new columns), tuned and tested the same way: the "
+                   "report compares every stage with it.")
+@click.option("--work-dir", default="tune", show_default=True, type=output_folder_writing(),
+              help="Where the runs go (baseline-run1, system-run1, ...), with plan.json, report.md and report.json. "
+                   "The same command continues a tuning stopped there.")
+@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Tuning runs per system: MERT is unstable, Clark et al. (2011) recommend at least 3.")
+@click.option("--rescore", "features", callback=check_feature_names, metavar="FEATURES",
+              help="Rescore the system's n-best lists with these n-best features (as `mosesrnn nbest --features`: "
+                   "unk, cslm, rnn, rnn-rev), then tune all weights on the dev lists with mosesrnn's MERT and "
+                   "rerank the test lists [default with --lm, -m or --reverse-model: the features of the models "
+                   "given].")
+@click.option("--lm", type=CSLM_MODEL, help="A CSLM file (`mosesrnn lm train`) for the cslm rescoring feature.")
+@click.option("-m", "--model", type=MODEL,
+              help="An RNN Encoder-Decoder file for the rnn rescoring feature (a sentence-level model), or whose "
+                   "shortlists serve unk.")
+@click.option("--reverse-model", type=MODEL, help="A model of the other direction, for rnn-rev.")
+@click.option("--vocab", type=INPUT_FOLDER, help="Word shortlists (`mosesrnn vocab`) for unk, without -m.")
+@click.option("--nbest-size", type=click.IntRange(min=1), default=100, show_default=True,
+              help="n-best list size of the rescoring stage.")
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Threads for the decoder (--decoder-flags \"-threads N\", and when decoding test and n-best "
+                   "lists), the optimiser (mert-moses.pl --threads N, given when N > 1) and the rescoring models.")
+@DEVICE
+@DTYPE
+@click.option("--moses-bin", type=PLACE, help="Folder with the moses decoder (default: $MOSES_BIN, then PATH).")
+@click.option("--moses-scripts", type=PLACE,
+              help="Moses' scripts folder holding training/mert-moses.pl (default: $MOSES_SCRIPTS, then PATH).")
+@click.option("--mertdir", type=PLACE,
+              help="Folder with extractor, mert, kbmira, pro, evaluator (default: the decoder's folder).")
+@click.option("--batch-mira", is_flag=True, help="Tune with batch MIRA (Cherry and Foster, 2012) instead of MERT.")
+@click.option("--nbest", type=click.IntRange(min=1), help="n-best list size per MERT iteration (mert-moses.pl: 100).")
+@click.option("--maximum-iterations", type=click.IntRange(min=1),
+              help="Maximum MERT iterations (mert-moses.pl default: 25).")
+@click.option("--return-best-dev", is_flag=True,
+              help="Keep the weights of the iteration with the best dev BLEU, not the last.")
+@click.option("--tokenize", type=click.Choice(BLEU_TOKENIZERS), default="none", show_default=True,
+              help="sacreBLEU's tokenizer for the test BLEU: none for Moses-tokenised text, as Moses outputs it "
+                   "(13a for detokenised text).")
+@click.option("--dry-run", is_flag=True, help="Print the commands (and any problems found) without running anything.")
+@QUIET
+def tune(dev_src, dev_ref, ini, test_src, test_ref, baseline, work_dir, runs, features, lm, model, reverse_model,
+         vocab, nbest_size, threads, device, dtype, moses_bin, moses_scripts, mertdir, batch_mira, nbest,
+         maximum_iterations, return_best_dev, tokenize, dry_run, quiet):
+    """Tune INI on DEV_SRC/DEV_REF with Moses' MERT several times, rescore its n-best lists, and report test
+    BLEU with its significance: the route from new columns to a measured gain, in one command.
+
+    For each of --runs runs: mert-moses.pl tunes the baseline (if given) and the system; each tuned ini
+    decodes the test set; with rescoring features, the system's dev and test n-best lists get them
+    (`mosesrnn nbest`), mosesrnn's MERT tunes every weight on the dev lists from the tuned weights, and
+    the test lists are reranked. The report (stdout, WORK_DIR/report.md and report.json; `mosesrnn
+    mert-report WORK_DIR` shows it again) gives per stage: test BLEU per run, mean ± std, the difference to
+    the baseline, sacreBLEU's paired approximate randomisation between the median runs and how many run
+    pairs agree at p < 0.05, the new weights' shares of L1, MERT's iterations, decoding speed, and the
+    signatures of what made them. Ctrl-C or a crash loses nothing finished: the same command continues at
+    the run and stage where it stopped (a stopped MERT run after its last finished iteration).
+
+    \b
+    Example: the route of README's Table 1
+      mosesrnn tune dev.en dev.fr moses.rnn.ini --baseline moses.abs.ini --test-src test.en --test-ref test.fr \\
+          --rescore unk,cslm -m $PWD/rnn/best.pt --lm $PWD/lm/best.pt --runs 3 --work-dir tune/
+    """
+    setup_logging(quiet)
+    plan = RoutePlan(dev_src, dev_ref, ini, test_src, test_ref, work_dir, runs, baseline,
+                     _rescoring(features, model, reverse_model, lm, vocab, device, dtype, threads), nbest_size,
+                     MertSettings(threads, nbest, maximum_iterations, batch_mira, return_best_dev), tokenize)
+    tools, missing = find_tools(moses_bin, moses_scripts, mertdir)
+    problems = plan_problems(plan, missing)
+    if dry_run:
+        click.echo(dry_run_commands(plan, tools, problems))
+        return
+    if problems:
+        raise MertSetupError(f"cannot start tuning: {problems[0]}" + "".join(f"\n  also: {p}" for p in problems[1:]))
+    report = run_route(plan, tools, lambda message: log.info("tune: %s", message))
+    click.echo(markdown(report), nl=False)
+
+
+@click.command("mert-report", cls=MosesCommand)
+@click.argument("work_dir", type=INPUT_FOLDER)
+@click.option("--dev-ref", type=INPUT,
+              help="The dev reference: also score each iteration's decoded dev set (runK.out) with sacreBLEU.")
+@click.option("--tokenize", type=click.Choice(BLEU_TOKENIZERS), default="none", show_default=True,
+              help="sacreBLEU tokenizer for --dev-ref (none: the dev text Moses tuned on is tokenised already).")
+@click.option("--apply", "which", metavar="ITER|best|last",
+              help="Write --ini with the weights of this iteration (best: highest dev BLEU) to -o.")
+@click.option("--ini", "full_ini", type=INPUT,
+              help="With --apply: the full moses.ini that was tuned (the run*.moses.ini name filtered tables).")
+@click.option("-o", "--output", type=OUTPUT,
+              help="With --apply: the new moses.ini ('-' for stdout, the report then on stderr; written whole or "
+                   "not at all; never over --ini).")
+def mert_report(work_dir, dev_ref, tokenize, which, full_ini, output):
+    """Report a finished or stopped tuning in WORK_DIR, and apply one of its iterations.
+
+    WORK_DIR is a mert-moses.pl working directory, or one of `mosesrnn tune` holding one per run. For
+    a finished `mosesrnn tune` it shows the report again (its table, from WORK_DIR/report.json). For each
+    iteration K of each run it prints the weights of runK.moses.ini and the dev BLEU: the optimiser's
+    estimate from run(K-1).mert.log and, with --dev-ref, that of runK.out.
+
+    \b
+    Example:
+      mosesrnn mert-report tune/
+      mosesrnn mert-report tune/system-run2 --dev-ref dev.fr --apply best --ini moses.rnn.ini -o moses.tuned.ini
+    """
+    if which is not None and (full_ini is None or output is None):
+        raise click.UsageError("--apply needs --ini (the full moses.ini) and -o (the new one)")
+    if which is None and (full_ini is not None or output is not None):
+        raise click.UsageError("--ini and -o go with --apply")
+    report = os.path.join(work_dir, "report.json")
+    if os.path.isfile(report):
+        click.echo(markdown(read_report(report)), err=output == "-")
+    tunings = [read_tuning(directory, dev_ref, tokenize) for directory in tuning_dirs(work_dir)]
+    if which is not None and len(tunings) > 1:
+        raise ValueError(f"{work_dir} holds {len(tunings)} tunings: --apply to one of them, e.g. {tunings[0].path}")
+    click.echo("\n\n".join(format_tuning(tuning) for tuning in tunings), err=output == "-")
+    if which is not None:
+        chosen = choose_iteration(tunings[0], which)
+        apply_iteration(chosen, full_ini, output)
+        click.echo(f"wrote {'(stdout)' if output == '-' else output}: {full_ini} with the weights of iteration "
+                   f"{chosen.number} ({chosen.ini})", err=True)

@@ -1,0 +1,108 @@
+"""Sentences scored by a CSLM the way Moses' NeuralLM scores a finished translation.
+
+Moses (``moses/LM/Implementation.cpp``, phrase-based decoding) scores every target word once with
+its n-1 predecessors as context — across phrase boundaries too, the words before the sentence
+filled with ``<s>`` — and ``</s>`` after the last word; phrase-internal n-grams of a phrase's first
+n-2 words are only estimates for the search and are replaced once the context is known. Each
+value is NPLM's output score (natural log), floored at -100 (``FloorScore``). So a hypothesis'
+``NeuralLM0=`` value is the sum over its words and ``</s>`` of the score given the n-1 tokens
+before it, with n-1 ``<s>`` in front: what :func:`sentence_scores` computes (``normalized=False``);
+``normalized=True`` gives the exact log-probabilities instead (the softmax's), for rescoring.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..text.vocab import UNK_ID
+from .data import BOS, NgramSet, ngrams
+from .model import CSLM
+from .model_file import TrainedLM
+
+__all__ = ["MOSES_FLOOR", "sentence_scores", "NgramStats", "ngram_stats", "text_stats"]
+
+MOSES_FLOOR = -100.0  # Moses' FloorScore: a log-probability is never below this
+
+
+@torch.inference_mode()
+def _position_scores(model: CSLM, data: NgramSet, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(score, log Z) of every position, float64 arrays (N,).
+
+    Each distinct context goes through the network once (log Z and every word's score depend on the
+    context alone): the hypotheses of an n-best list share most of their contexts.
+    """
+    contexts = data.tokens[data.positions[:, None] + np.arange(1 - data.order, 0)]  # (N, n-1)
+    targets = data.tokens[data.positions].astype(np.int64)
+    distinct, which = np.unique(contexts, axis=0, return_inverse=True)
+    which = which.reshape(-1)
+    by_context = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[by_context], np.arange(0, len(distinct) + batch_size, batch_size))
+    scores, log_z = np.empty(len(data)), np.empty(len(data))
+    device = next(model.parameters()).device
+    for batch, start in enumerate(range(0, len(distinct), batch_size)):
+        output = model(torch.from_numpy(distinct[start:start + batch_size].astype(np.int64)).to(device))  # (b, V)
+        index = by_context[bounds[batch]:bounds[batch + 1]]
+        rows = torch.from_numpy(which[index] - start).to(device)
+        scores[index] = output[rows, torch.from_numpy(targets[index]).to(device)].double().cpu().numpy()
+        log_z[index] = output.logsumexp(1)[rows].double().cpu().numpy()
+    return scores, log_z
+
+
+def sentence_scores(trained: TrainedLM, sentences: Sequence[str], normalized: bool = True,
+                    batch_size: int = 1024) -> list[float]:
+    """The natural-log score of each sentence (Moses words): the sum over its words and ``</s>``.
+
+    ``normalized``: log p(word | context); else the raw score floored at -100 per word, the value of
+    Moses' NeuralLM feature for a self-normalised model.
+    """
+    vocabulary, order = trained.codec.vocabulary, trained.model.config.order
+    data = ngrams((trained.codec.ids(text) for text in sentences), order, vocabulary.stoi[BOS])
+    scores, log_z = _position_scores(trained.model, data, batch_size)
+    per_token = scores - log_z if normalized else np.maximum(scores, MOSES_FLOOR)
+    ends = np.cumsum([len(trained.codec.ids(text)) + 1 for text in sentences])
+    return [float(total) for total in np.add.reduceat(per_token, np.r_[0, ends[:-1]])] if len(sentences) else []
+
+
+@dataclass(frozen=True)
+class NgramStats:
+    """What a CSLM makes of held-out text: NLL per token, perplexity, and its self-normalisation."""
+
+    tokens: int
+    nll: float  # mean -log p per token (words and </s>), nats
+    unk_share: float  # share of the predicted tokens that are <unk>
+    nll_known: float  # the same over the tokens that are not <unk>
+    log_z_mean: float
+    log_z_std: float
+
+    @property
+    def perplexity(self) -> float:
+        """exp(NLL per token), <unk> predicted as a word class (as KenLM's "including OOVs")."""
+        return math.exp(self.nll)
+
+    @property
+    def perplexity_known(self) -> float:
+        """Perplexity over the tokens inside the shortlist (as KenLM's "excluding OOVs")."""
+        return math.exp(self.nll_known)
+
+
+def ngram_stats(model: CSLM, data: NgramSet, batch_size: int = 1024) -> NgramStats:
+    """:class:`NgramStats` of the examples of ``data``."""
+    scores, log_z = _position_scores(model, data, batch_size)
+    nll = log_z - scores
+    known = data.tokens[data.positions] != UNK_ID
+    return NgramStats(len(data), float(nll.mean()), float(1 - known.mean()),
+                      float(nll[known].mean()) if known.any() else math.nan, float(log_z.mean()), float(log_z.std()))
+
+
+def text_stats(trained: TrainedLM, sentences: Sequence[str], path: str = "the text") -> NgramStats:
+    """:class:`NgramStats` of tokenised sentences (blank ones skipped); raises ValueError when there are none."""
+    sentences = [text for text in sentences if text.strip()]
+    if not sentences:
+        raise ValueError(f"{path}: no sentences to measure (it is empty, or holds blank lines only)")
+    data = ngrams((trained.codec.ids(text) for text in sentences), trained.model.config.order,
+                  trained.codec.vocabulary.stoi[BOS])
+    return ngram_stats(trained.model, data)

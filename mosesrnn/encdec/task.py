@@ -1,0 +1,317 @@
+"""Training the RNN Encoder-Decoder as in Cho et al. (2014), Sec. 4.1.1.
+
+The paper's recipe: Adadelta (rho = 0.95, eps = 1e-6) on minibatches of 64 randomly drawn unique
+phrase pairs (``--preset paper``; the ``small`` preset trains with Adam, faster to a perplexity,
+see :data:`RECIPES`). The
+loss is the mean over the batch of each pair's summed token negative log-likelihood (nats per
+pair, EOS included). Every ``valid_every`` updates the held-out pairs are scored (NLL per pair,
+perplexity per token and per Moses word + EOS, which compares across segmentations). The loop
+itself — minibatches, validation, ``best.pt``/``last.pt``, exact resume, signals, the log — is
+:mod:`mosesrnn.train.loop`, shared with the CSLM; this module is the encoder-decoder's task.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..formats.phrase_table import count_scores
+from ..runtime.devices import resolve_device
+from ..runtime.progress import Progress
+from ..text.subwords import load_vocab_dir, save_vocab_dir
+from ..train.loop import BEST, LAST, Loop, LoopSettings, RunConfig, Validation, begin_run
+from .config import EOS_ID, PAD_ID, model_config, preset_shortlist
+from .data import PairSet, TrainingData, load_corpus, load_table
+from .direction import SOURCE_TO_TARGET, orient
+from .model import EncoderDecoder, build_model
+from .model_file import load_trained_model, save_trained_model
+
+__all__ = ["TrainConfig", "TrainResult", "EncoderDecoderTask", "OPTIMIZERS", "RECIPES", "train", "evaluate",
+           "unigram_perplexity", "word_perplexity", "LOSS_DEFINITION"]
+
+log = logging.getLogger("mosesrnn")
+
+LOSS_DEFINITION = "mean over the batch of the summed token NLL of each pair (nats per pair, EOS included)"
+VOCAB_DIR = "vocab"
+RESUME_MODES = ("auto", "require", "never")
+#: Optimizers and their default learning rates. Adadelta (rho 0.95, eps 1e-6) is the paper's (Sec. 4.1.1).
+OPTIMIZERS = {"adadelta": 1.0, "adam": 3e-3}
+#: Each preset's optimizer: the paper's recipe under `paper`; Adam under `small`, which reaches the perplexity
+#: the paper's recipe reaches in 15 minutes in less than half the time (docs/performance.md).
+RECIPES = {"paper": "adadelta", "small": "adam"}
+# Options that may differ between a run and its resumption.
+_FREE_ON_RESUME = {"output_dir", "vocab_dir", "max_updates", "max_time", "device", "threads", "dtype", "bf16",
+                   "quiet", "resume", "patience", "valid_batch_size"}
+
+
+@dataclass
+class TrainConfig(RunConfig):
+    """Everything a training run needs; see `mosesrnn train --help` for each option."""
+
+    output_dir: str
+    table: str | None = None
+    corpus: tuple[str, str] | None = None
+    preset: str = "small"
+    direction: str = SOURCE_TO_TARGET
+    vocab_dir: str | None = None
+    vocab_size: int | None = None  # default: the preset's shortlist
+    max_len: int | None = None
+    encoding: str = "utf-8"
+    valid_share: float = 0.01
+    valid_size: int | None = None  # overrides valid_share
+    batch_size: int = 64
+    optimizer: str | None = None  # default: the preset's recipe (RECIPES)
+    learning_rate: float | None = None  # default: the optimizer's in the recipe
+    clip_norm: float | None = None
+    valid_every: int = 1000
+    valid_batch_size: int = 256
+    patience: int = 10
+    max_updates: int | None = None
+    max_time: float | None = None  # seconds of training in this invocation
+    device: str = "auto"
+    threads: int | None = None
+    dtype: str = "fp32"  # fp32 | bf16 (autocast, fp32 master weights)
+    seed: int = 1
+    model_overrides: dict = field(default_factory=dict)
+    resume: str = "auto"
+    quiet: bool = False
+
+    def __post_init__(self):
+        if (self.table is None) == (self.corpus is None):
+            raise ValueError("give exactly one of a phrase table or a corpus (source and target file)")
+        if self.resume not in RESUME_MODES:
+            raise ValueError(f"resume must be one of {', '.join(RESUME_MODES)}, not {self.resume!r}")
+        for name in ("batch_size", "valid_every", "valid_batch_size", "patience"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.clip_norm is not None and not self.clip_norm > 0:
+            raise ValueError(f"clip_norm must be positive, got {self.clip_norm}")
+        if self.dtype not in ("fp32", "bf16"):
+            raise ValueError(f"dtype must be fp32 or bf16 for training, not {self.dtype!r}")
+        if self.optimizer is not None and self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
+
+
+@dataclass
+class TrainResult:
+    """What a run did; paths point to the files in the output directory."""
+
+    updates: int
+    epoch: int
+    stop_reason: str  # max_updates | max_time | early_stopping | interrupted
+    best_valid_nll: float
+    best_valid_ppl: float
+    unigram_ppl: float
+    parameters: int
+    train_pairs: int
+    valid_pairs: int
+    pairs_per_second: float
+    resumed: bool
+    best_path: str
+    last_path: str
+    best_valid_word_ppl: float  # per Moses word + EOS: comparable across tokenizers
+
+
+def unigram_perplexity(train: PairSet, valid: PairSet, vocab_size: int) -> float:
+    """Per-token perplexity on ``valid`` of a target-word unigram model estimated on ``train``.
+
+    Add-one smoothing over the target vocabulary: UNK, EOS and the shortlist (PAD never occurs).
+    """
+    counts = np.bincount(train.trg_ids, minlength=vocab_size).astype(np.float64)  # (K,)
+    counts[EOS_ID] += len(train)
+    log_p = np.log(counts + 1.0) - math.log(counts.sum() - counts[PAD_ID] + vocab_size - 1)
+    total = log_p[valid.trg_ids].sum() + len(valid) * log_p[EOS_ID]
+    return math.exp(-total / valid.target_tokens())
+
+
+def word_perplexity(nll_per_pair: float, pairs: int, output_words: int) -> float:
+    """Perplexity per Moses word: exp(total NLL / (output words + one EOS per pair)).
+
+    The same normaliser for every tokenizer, so word and subword models compare."""
+    return math.exp(nll_per_pair * pairs / (output_words + pairs))
+
+
+def _autocast(device: torch.device, dtype: str):
+    """bfloat16 autocast (fp32 master weights) for ``bf16``, else nothing."""
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16) if dtype == "bf16" else nullcontext()
+
+
+@torch.no_grad()
+def evaluate(model: EncoderDecoder, pairs: PairSet, batch_size: int = 256,
+             device: torch.device = torch.device("cpu"), dtype: str = "fp32") -> tuple[float, float]:
+    """(NLL per pair in nats, per-token perplexity) of ``pairs``, batched by similar lengths."""
+    was_training = model.training
+    model.eval()
+    lengths = np.diff(pairs.src_offsets) * 1000 + np.diff(pairs.trg_offsets)
+    order = np.argsort(lengths, kind="stable")
+    total = 0.0
+    for start in range(0, len(order), batch_size):
+        with _autocast(device, dtype):
+            log_p = model.log_prob(*pairs.batch(order[start:start + batch_size], device))  # (B,)
+        total -= float(log_p.double().sum())
+    model.train(was_training)
+    return total / len(pairs), math.exp(total / pairs.target_tokens())
+
+
+class EncoderDecoderTask:
+    """The RNN Encoder-Decoder as a task of the training loop (:mod:`mosesrnn.train.loop`): its
+    model, Adadelta (rho 0.95, eps 1e-6), the mean per-pair NLL of a minibatch, and validation
+    against a unigram baseline."""
+
+    unit, loss_name = "pairs", "NLL per pair"
+    validation_keys = ("valid_nll", "valid_ppl", "valid_word_ppl")
+
+    def __init__(self, config: TrainConfig, data: TrainingData, resumed: bool, device: str | None = None):
+        self.config, self.data = config, data
+        self.device = torch.device(device or resolve_device(config.device))
+        self.model = self._model(resumed).to(self.device).train()
+        self.network = self.model
+        self.train_size = len(data.train)
+        self.table_scores = count_scores(config.table, config.encoding) if config.table else None
+        self.unigram_ppl = unigram_perplexity(data.train, data.valid, self.model.config.trg_vocab_size)
+
+    def _model(self, resumed: bool) -> EncoderDecoder:
+        path = os.path.join(self.config.output_dir, LAST)
+        if resumed:
+            return load_trained_model(path).model
+        vocabularies = self.data.vocabularies
+        sizes = orient(self.config.direction, len(vocabularies.source), len(vocabularies.target))
+        torch.manual_seed(self.config.seed)
+        return build_model(model_config(self.config.preset, *sizes, **self.config.model_overrides))
+
+    def recipe(self) -> tuple[str, float]:
+        """The optimizer and learning rate: the options', else the preset's recipe."""
+        name = self.config.optimizer or RECIPES.get(self.config.preset, "adadelta")
+        return name, self.config.learning_rate or OPTIMIZERS[name]
+
+    def optimizer(self) -> torch.optim.Optimizer:
+        """Adadelta (rho 0.95, eps 1e-6) as in the paper (Sec. 4.1.1), or Adam."""
+        name, rate = self.recipe()
+        if name == "adadelta":
+            return torch.optim.Adadelta(self.model.parameters(), lr=rate, rho=0.95, eps=1e-6)
+        return torch.optim.Adam(self.model.parameters(), lr=rate)
+
+    def loss(self, index: np.ndarray) -> torch.Tensor:
+        """The mean over the minibatch of each pair's summed token NLL.
+
+        Computed in the scorer's order (:meth:`~mosesrnn.encdec.decoder.C14Decoder.sequence_log_prob`: the
+        GRU on the rows still going, the output layer on real positions only), the same equations as
+        the padded order and 1.5x faster to train on the Tatoeba table's phrase pairs.
+        """
+        batch = self.data.train.batch(index, self.device)  # src (B,S), src_len, trg (B,T), trg_len
+        with _autocast(self.device, self.config.dtype):
+            return -self.network(*batch).mean()
+
+    def data_fingerprint(self) -> str:
+        """The pairs' count and a hash of their ids (the ranks of a torchrun run compare it)."""
+        train = self.data.train
+        digest = hashlib.blake2b(digest_size=8)
+        for array in (train.src_ids, train.src_offsets, train.trg_ids, train.trg_offsets):
+            digest.update(array.tobytes())
+        return f"{len(train)} training pairs, ids {digest.hexdigest()}"
+
+    def validate(self) -> Validation:
+        """NLL per pair, perplexity per token and per Moses word of the held-out pairs."""
+        nll, ppl = evaluate(self.model, self.data.valid, self.config.valid_batch_size, self.device,
+                            self.config.dtype)
+        word_ppl = word_perplexity(nll, len(self.data.valid), self.data.valid_words)
+        return Validation(nll, {"valid_nll": nll, "valid_ppl": ppl, "valid_word_ppl": word_ppl,
+                                "unigram_ppl": self.unigram_ppl},
+                          f"validation NLL {nll:.3f}, perplexity {ppl:.2f} per token (unigram "
+                          f"{self.unigram_ppl:.2f}), {word_ppl:.2f} per word")
+
+    def info(self) -> dict:
+        """The model file's facts besides the loop's."""
+        optimizer, rate = self.recipe()
+        return {"preset": self.config.preset, "optimizer": optimizer, "learning_rate": rate,
+                "unigram_ppl": self.unigram_ppl, "data": self.data.description,
+                "loss": LOSS_DEFINITION, "train_pairs": len(self.data.train), "valid_pairs": len(self.data.valid),
+                "coverage": list(self.data.coverage), "table_scores": self.table_scores}
+
+    def save_model(self, path: str, info: dict) -> None:
+        """A self-contained model file with the run's codecs and direction."""
+        save_trained_model(path, self.model, self.data.text, self.config.direction, info)
+
+
+def _load_data(config: TrainConfig, resumed: bool, writes: bool = True) -> TrainingData:
+    """Read the pairs with the vocabularies of the run (saved in the output directory, by the process
+    that ``writes``)."""
+    vocab_dir = os.path.join(config.output_dir, VOCAB_DIR) if resumed else config.vocab_dir
+    vocabularies, tokenizers = load_vocab_dir(vocab_dir) if vocab_dir else (None, None)
+    options = dict(direction=config.direction, vocabularies=vocabularies,
+                   vocab_size=config.vocab_size or preset_shortlist(config.preset), max_len=config.max_len,
+                   valid_share=config.valid_share, valid_size=config.valid_size, encoding=config.encoding)
+    if tokenizers:
+        options["tokenizers"] = tokenizers  # word shortlists or SentencePiece models, as the directory holds
+    with Progress("reading", quiet=config.quiet, unit="pairs") as progress:
+        options["progress"] = progress.track
+        data = load_table(config.table, **options) if config.table else load_corpus(*config.corpus, **options)
+    if writes:
+        save_vocab_dir(os.path.join(config.output_dir, VOCAB_DIR), data.text)
+    return data
+
+
+def train(config: TrainConfig, should_stop=None) -> TrainResult:
+    """Train (or resume) a model into ``config.output_dir``; see the module docstring.
+
+    ``should_stop(updates)`` is asked before every update; True stops the run as an interrupt
+    would. Raises ValueError, FileNotFoundError or PhraseTableError for bad input.
+    """
+    ranks, device, state = begin_run(config, _FREE_ON_RESUME)
+    if state is not None:
+        _check_vocab_dir(config)
+    loading = time.monotonic()
+    data = _load_data(config, state is not None, ranks.main)
+    log.info("%s: %d training and %d validation pairs (%d skipped), %.1f MB in memory, read in %.0f s; "
+             "shortlists cover %.1f%% / %.1f%% of the words", data.description, len(data.train),
+             len(data.valid), data.dropped, (data.train.nbytes + data.valid.nbytes) / 1e6,
+             time.monotonic() - loading, 100 * data.coverage[0], 100 * data.coverage[1])
+    task = EncoderDecoderTask(config, data, state is not None, device)
+    settings = LoopSettings(batch_size=config.batch_size, valid_every=config.valid_every, patience=config.patience,
+                            max_updates=config.max_updates, max_time=config.max_time, clip_norm=config.clip_norm,
+                            seed=config.seed, quiet=config.quiet, ranks=ranks)
+    loop = Loop(task, settings, config.output_dir, config.to_dict(), state)
+    optimizer, rate = task.recipe()
+    log.info("model: %s preset, %s encoder, %d parameters, %s, device %s%s, %d threads, %s (lr %g), batch %d%s; "
+             "loss: %s", config.preset, task.model.config.encoder, task.model.num_parameters(), config.direction,
+             task.device, " (bf16 autocast)" if config.dtype == "bf16" else "", torch.get_num_threads(), optimizer,
+             rate,
+             config.batch_size * ranks.world, f" ({ranks.world} processes x {config.batch_size})"
+             if ranks.world > 1 else "", LOSS_DEFINITION)
+    log.info("unigram baseline: validation perplexity %.1f per token; %.2f output tokens per word",
+             task.unigram_ppl, data.valid.target_tokens() / max(data.valid_words + len(data.valid), 1))
+    loop.log.write("start", resumed=loop.resumed, update=loop.updates, parameters=task.model.num_parameters(),
+                   loss=LOSS_DEFINITION, data=data.description, train_pairs=len(data.train),
+                   valid_pairs=len(data.valid), unigram_ppl=task.unigram_ppl, config=config.to_dict())
+    result = loop.run(should_stop)
+    best = result.best.record if result.best else dict.fromkeys(task.validation_keys, math.inf)
+    log.info("stopped (%s) after %d updates, epoch %d: best validation NLL %.3f per pair, perplexity %.2f "
+             "per token (unigram %.2f), %.2f per word; %.0f pairs/s", result.stop_reason, result.updates,
+             result.epoch, best["valid_nll"], best["valid_ppl"], task.unigram_ppl, best["valid_word_ppl"],
+             result.examples_per_second)
+    return TrainResult(result.updates, result.epoch, result.stop_reason, best["valid_nll"], best["valid_ppl"],
+                       task.unigram_ppl, task.model.num_parameters(), len(data.train), len(data.valid),
+                       result.examples_per_second, result.resumed, loop.path(BEST), loop.path(LAST),
+                       best["valid_word_ppl"])
+
+
+def _check_vocab_dir(config: TrainConfig) -> None:
+    """A resumed run keeps its vocabularies (MODEL_DIR/vocab): refuse a --vocab that differs from them."""
+    if config.vocab_dir is None:
+        return
+    saved, given = (load_vocab_dir(folder) for folder in (os.path.join(config.output_dir, VOCAB_DIR),
+                                                          config.vocab_dir))
+    def fingerprint(vocabularies, tokenizers) -> tuple:
+        return (vocabularies.source.digest(), vocabularies.target.digest(), *(t.to_dict() for t in tokenizers))
+
+    if fingerprint(*saved) != fingerprint(*given):
+        raise ValueError(f"--vocab {config.vocab_dir} differs from the vocabularies of the run saved in "
+                         f"{config.output_dir} ({os.path.join(config.output_dir, VOCAB_DIR)}): continue without "
+                         f"--vocab, or start over with --restart")

@@ -1,0 +1,157 @@
+"""The moses.ini format: lines as Moses reads them, edits that keep every other byte, and the weights.
+
+Moses reads the file line by line (``moses/Parameter.cpp``, ``ReadConfigFile``): text from the
+first ``#`` is a comment, ``[name]`` opens a section, a section may occur several times and its
+values add up. :func:`parse_ini` keeps each line's exact bytes, so a rewrite can change a few
+tokens and leave every other byte, comment and line ending as it was.
+
+The weights are ``Name= v1 v2 ...`` lines: the ``[weight]`` section of a moses.ini, or every line
+of a weights file (what ``mosesrnn mert`` writes). One reader (:func:`read_weights`) and one
+writer of such lines (:func:`weights_text`, :func:`replace_weights`) serve every command.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from ..io.compressed import read_bytes
+
+__all__ = ["MosesIniError", "IniLine", "read_ini_text", "parse_ini", "section_values", "split_comment",
+           "replace_tokens", "Weights", "read_weights", "weights_text", "replace_weights"]
+
+#: A weight line as mert-moses.pl writes it (``Name= v1 v2``); read with any blank after the ``=``.
+_WEIGHT_LINE = re.compile(r"^(\S+)=\s+(.+)$")
+
+Weights = dict[str, tuple[float, ...]]
+
+
+class MosesIniError(ValueError):
+    """A moses.ini we cannot (or must not) rewrite; the message starts with ``file:line:``."""
+
+    def __init__(self, path: str, line_no: int | None, problem: str):
+        where = f"{path}:{line_no}" if line_no else path
+        super().__init__(f"{where}: {problem}")
+        self.path, self.line_no, self.problem = path, line_no, problem
+
+
+@dataclass(frozen=True)
+class IniLine:
+    """One physical line: ``raw`` with its ending, its ``section``, and ``value`` as Moses sees it
+    (comment removed, trimmed; empty for blank, comment-only and ``[section]`` lines)."""
+
+    number: int
+    raw: str
+    section: str | None
+    value: str
+
+
+def read_ini_text(path: str) -> str:
+    """The text of a moses.ini, line endings kept; raises MosesIniError (file:line) if it is not UTF-8."""
+    data = read_bytes(path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line_no = data.count(b"\n", 0, error.start) + 1
+        raise MosesIniError(path, line_no, f"not valid utf-8 at byte {error.start}") from None
+
+
+def parse_ini(text: str) -> list[IniLine]:
+    """Split a moses.ini into :class:`IniLine` objects, keeping each line's exact bytes."""
+    lines, section = [], None
+    for number, raw in enumerate(re.findall(r"[^\n]*\n|[^\n]+$", text), start=1):  # lines end at \n only
+        value = raw.split("#", 1)[0].strip(" \t\r\n")
+        if value.startswith("["):
+            if "]" in value:
+                section = value[1:value.index("]")]
+            lines.append(IniLine(number, raw, section, ""))
+        else:
+            lines.append(IniLine(number, raw, section, value))
+    return lines
+
+
+def section_values(lines: Sequence[IniLine], section: str) -> list[IniLine]:
+    """The lines of ``section`` that hold a value (no blank or comment-only lines)."""
+    return [line for line in lines if line.section == section and line.value]
+
+
+def split_comment(raw: str) -> tuple[str, str, str]:
+    """(content, comment, line ending) of a raw line; the comment keeps its leading '#'."""
+    body = raw.rstrip("\r\n")
+    content, hash_sign, comment = body.partition("#")
+    return content, hash_sign + comment, raw[len(body):]
+
+
+def replace_tokens(content: str, replacements: dict[int, str]) -> str:
+    """Replace whitespace-separated tokens by index, keeping the spacing between them."""
+    tokens = list(re.finditer(r"\S+", content))
+    for index in sorted(replacements, reverse=True):
+        token = tokens[index]
+        content = content[:token.start()] + replacements[index] + content[token.end():]
+    return content
+
+
+def _weight_line(line: IniLine, path: str) -> tuple[str, tuple[float, ...]]:
+    match = _WEIGHT_LINE.match(line.value)
+    if not match:
+        raise MosesIniError(path, line.number, f"expected 'Name= v1 v2 ...', found {line.value!r}")
+    try:
+        return match.group(1), tuple(float(value) for value in match.group(2).split())
+    except ValueError:
+        raise MosesIniError(path, line.number, f"a weight of {match.group(1)} is not a number") from None
+
+
+def read_weights(path: str) -> Weights:
+    """The dense weights of a moses.ini's ``[weight]`` section (one tuned by mert-moses.pl, say) or of a
+    file of weight lines, by feature name ({} where there are none).
+
+    As in Moses, a later line for the same name replaces an earlier one. Raises
+    :class:`MosesIniError` (``PATH:LINE: problem``) for a line that is not ``Name= v1 v2 ...``.
+    """
+    lines = parse_ini(read_ini_text(path))
+    has_sections = any(line.section is not None for line in lines)
+    weight_lines = section_values(lines, "weight") if has_sections else [line for line in lines if line.value]
+    return dict(_weight_line(line, path) for line in weight_lines)
+
+
+def weights_text(weights: Mapping[str, Sequence[float]], digits: int | None = 9) -> str:
+    """``Name= v1 v2`` lines, one per feature, as mert-moses.pl writes and reads them; each value with
+    ``digits`` significant digits (None: the shortest text that reads back exactly)."""
+    def spell(value) -> str:
+        return repr(float(value)) if digits is None else format(float(value), f".{digits}g")
+
+    return "".join(f"{name}= {' '.join(map(spell, values))}\n" for name, values in weights.items())
+
+
+def replace_weights(text: str, weights: Mapping[str, Sequence[float]], path: str = "moses.ini") -> str:
+    """Give the features of ``weights`` these values in the ``[weight]`` section of a moses.ini's ``text``.
+
+    Each feature's ``Name= ...`` line is rewritten (every one, if repeated; not if its values are
+    the same) and must hold as many values; a feature without a line gets one after the section's
+    last line. Every other byte stays.
+    Pure; raises :class:`MosesIniError` for a file without a ``[weight]`` section or a count mismatch.
+    """
+    ini = parse_ini(text)
+    lines = [line.raw for line in ini]
+    section = [line for line in ini if line.section == "weight"]
+    if not section:
+        raise MosesIniError(path, None, "no [weight] section (a legacy-format ini? convert it first)")
+    done = set()
+    for line in section_values(ini, "weight"):
+        name, old = _weight_line(line, path)
+        if name not in weights:
+            continue
+        values = tuple(float(v) for v in weights[name])
+        if len(old) != len(values):
+            raise MosesIniError(path, line.number, f"{name} has {len(old)} weights here but {len(values)} are "
+                                "given: not the same system")
+        done.add(name)
+        if old != values:  # an unchanged line keeps its spelling
+            _, comment, ending = split_comment(line.raw)
+            new = weights_text({name: values}, None).rstrip("\n")
+            lines[line.number - 1] = f"{new}{' ' + comment if comment else ''}{ending}"
+    last = (section_values(ini, "weight") or section)[-1]
+    ending = split_comment(last.raw)[2]
+    added = weights_text({name: values for name, values in weights.items() if name not in done}, None)
+    lines[last.number - 1] += ("" if ending or not added else "\n") + added
+    return "".join(lines)

@@ -1,0 +1,110 @@
+"""The report of a tuning (``mosesrnn tune``): ``report.json`` to trace every number, ``report.md`` to paste.
+
+One row per stage of the route — the baseline (tuned as given), the system with the new columns, the
+system's n-best lists rescored — each with its test BLEU per run, the mean and spread, the difference
+to the baseline with its significance (:mod:`mosesrnn.tuning.significance`), the new weights' shares of
+the L1 norm, MERT's iterations and the decoding speed. ``signatures`` pins what made the numbers:
+sacreBLEU's signature, the scored tables' sidecar signatures, the rescoring features with their model
+digests. ``mosesrnn mert-report WORK`` reads it back::
+
+    {"format": "mosesrnn-tuning-report", "version": 1, "sacrebleu": "nrefs:1|case:mixed|...",
+     "dev": {"source": ..., "reference": ..., "sentences": 1365}, "test": {...}, "runs": 3,
+     "stages": [{"name": "baseline", "about": ..., "bleu": [44.6, ...], "hypotheses": [...],
+                 "iterations": [3, ...], "weight_shares": {"TranslationModel0[4]": 0.021},
+                 "sentences_per_second": 22.0, "delta": null, "p_value": null, "pairs_agreeing": null,
+                 "pairs": null}, ...],
+     "signatures": {"tables": {...}, "rescoring": [...], "inis": {...}}}
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+
+from ..io.compressed import atomic_output, read_bytes
+
+__all__ = ["StageResult", "TuningReport", "write_report", "read_report", "markdown"]
+
+FORMAT, VERSION = "mosesrnn-tuning-report", 1
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """One stage of the route over its K runs (see the module docstring); the comparison fields are None
+    for the baseline itself, or without one."""
+
+    name: str
+    about: str
+    bleu: tuple[float, ...]
+    hypotheses: tuple[str, ...]
+    iterations: tuple[int, ...] = ()
+    weight_shares: dict = field(default_factory=dict)
+    sentences_per_second: float | None = None
+    delta: float | None = None
+    p_value: float | None = None
+    pairs_agreeing: int | None = None
+    pairs: int | None = None
+
+
+@dataclass(frozen=True)
+class TuningReport:
+    """The stages of one tuning, what they were measured on, and what made them."""
+
+    sacrebleu: str
+    dev: dict
+    test: dict
+    runs: int
+    stages: tuple[StageResult, ...]
+    signatures: dict = field(default_factory=dict)
+
+
+def write_report(path: str, report: TuningReport) -> None:
+    """Write ``report`` as JSON (whole or not at all)."""
+    record = {"format": FORMAT, "version": VERSION, **asdict(report)}
+    with atomic_output(path) as stream:
+        stream.write((json.dumps(record, indent=1) + "\n").encode("utf-8"))
+
+
+def read_report(path: str) -> TuningReport:
+    """Read what :func:`write_report` wrote; raises ValueError naming the file for anything else."""
+    try:
+        record = json.loads(read_bytes(path).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: not a tuning report of `mosesrnn tune` ({error})") from None
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a tuning report of `mosesrnn tune`")
+    if record.get("version") != VERSION:
+        raise ValueError(f"{path}: a tuning report of version {record.get('version')} (this mosesrnn reads {VERSION})")
+    try:
+        stages = tuple(StageResult(**{**stage, "bleu": tuple(stage["bleu"]), "hypotheses": tuple(stage["hypotheses"]),
+                                      "iterations": tuple(stage.get("iterations", ()))}) for stage in record["stages"])
+        return TuningReport(record["sacrebleu"], record["dev"], record["test"], record["runs"], stages,
+                            record.get("signatures", {}))
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"{path}: a damaged tuning report ({error})") from None
+
+
+def _number(value: float | None, digits: int = 2, sign: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def markdown(report: TuningReport) -> str:
+    """The report as a Markdown table, with a line on what it was measured on."""
+    rows = ["| stage | test BLEU (mean ± std) | runs | Δ vs baseline | p (median runs) | pairs | new weights "
+            "(share of L1) | iterations | decoding (sent./s) |", "|---|---|---|---|---|---|---|---|---|"]
+    for stage in report.stages:
+        mean = statistics.mean(stage.bleu)
+        spread = f" ± {statistics.stdev(stage.bleu):.2f}" if len(stage.bleu) > 1 else " (1 run)"
+        shares = ", ".join(f"{name} {share:+.3f}" for name, share in stage.weight_shares.items()) or "-"
+        pairs = f"{stage.pairs_agreeing} of {stage.pairs}" if stage.pairs else "-"
+        rows.append(f"| {stage.name}: {stage.about} | {mean:.2f}{spread} | {', '.join(f'{b:.2f}' for b in stage.bleu)} "
+                    f"| {_number(stage.delta, sign=True)} | {_number(stage.p_value, 4)} | {pairs} | {shares} | "
+                    f"{', '.join(map(str, stage.iterations)) or '-'} | {_number(stage.sentences_per_second, 1)} |")
+    note = (f"\nTest BLEU on {report.test.get('sentences')} sentences ({report.test.get('source')}), sacreBLEU "
+            f"{report.sacrebleu}; tuned on {report.dev.get('sentences')} dev sentences, {report.runs} MERT runs per "
+            f"stage. p: paired approximate randomisation between the median runs (10,000 samples); pairs: of the run "
+            f"pairs, those that differ the same way at p < 0.05.")
+    return "\n".join(rows) + "\n" + note + "\n"

@@ -1,0 +1,285 @@
+"""Pruning a phrase table by a ranking of each source phrase's targets: the RNN's, a column's, the decoder's.
+
+C14 (Secs. 4 and 6) points out that the RNN Encoder-Decoder, trained on the table, knows which
+targets of a source phrase are linguistically regular. This job keeps, for every source phrase, the
+targets its ranking puts first and drops the rest:
+
+- the **ranking** of a line: the log of one score column (the ``rnn`` column of a scored table, or
+  p(e|f), Moses' third score, as a baseline), or the decoder's own view of the phrase table: the
+  weighted sum of Moses' ``max(ln score, -100)`` of every column with the weights of a tuned moses.ini;
+- the **selection**: the ``top`` K targets of each source; those within a ``margin`` (nats) of the
+  source's best; or a ``share`` of the table's lines (the margin that keeps that share, found in a
+  first pass). A source always keeps its best target.
+
+The table is read as Moses writes it, sorted as ``LC_ALL=C sort`` sorts whole lines (a source's
+lines are adjacent), in one pass and constant memory; a line out of that order is refused, naming
+it. Every kept line is written byte for byte, in order. A lexical reordering table of the same
+system is pruned the same way in the same pass (its lines are in the same order: Moses needs the
+two to agree), keeping exactly the pairs the phrase table keeps.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+from ..formats.moses_ini import read_weights
+from ..formats.phrase_table import PhraseEntry, PhraseTableError, count_scores, format_line, read_entries
+from ..formats.sidecar import Sidecar, SidecarError, read_sidecar, write_sidecar
+from ..io.compressed import atomic_output
+from ..version import __version__
+
+__all__ = ["Ranking", "Selection", "PruneSummary", "prune_table", "sorted_groups", "margin_for_share", "ranking_for",
+           "write_pruned_sidecar", "MOSES_FLOOR"]
+
+#: Moses reads a score x as max(ln x, -100) (``FloorScore``).
+MOSES_FLOOR = -100.0
+#: The histogram of margins that --share reads its threshold from: bins of this many nats, up to 100.
+_BIN, _BINS = 0.01, 10001
+
+
+def _log(value: float) -> float:
+    return max(math.log(value), MOSES_FLOOR) if value > 0 else MOSES_FLOOR
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How a line is ranked among its source's targets: ``column`` (0-based) alone, or ``weights`` of every
+    column (Moses' view); higher is better. ``name`` says which, for the record."""
+
+    name: str
+    column: int | None = None
+    weights: tuple[float, ...] | None = None
+
+    def score(self, path: str, entry: PhraseEntry) -> float:
+        """The ranking score of one line; raises PhraseTableError naming the line when it lacks the columns."""
+        if self.weights is not None:
+            if len(entry.scores) != len(self.weights):
+                raise PhraseTableError(path, entry.line_no, f"{len(entry.scores)} scores, but {self.name} has "
+                                       f"{len(self.weights)} weights")
+            return math.fsum(w * _log(s) for w, s in zip(self.weights, entry.scores))
+        if not -len(entry.scores) <= self.column < len(entry.scores):
+            raise PhraseTableError(path, entry.line_no, f"no score column {self.column} to rank by: the line has "
+                                   f"{len(entry.scores)} scores")
+        return _log(entry.scores[self.column])
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which targets of a source stay: the ``top`` K, those within ``margin`` nats of the best, or a ``share``
+    of the table's lines (exactly one is given)."""
+
+    top: int | None = None
+    margin: float | None = None
+    share: float | None = None
+
+    def __post_init__(self):
+        given = [name for name in ("top", "margin", "share") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("give one of --top K, --margin NATS, --share FRACTION")
+        if (self.top is not None and self.top < 1) or (self.margin is not None and self.margin < 0) or \
+                (self.share is not None and not 0 < self.share <= 1):
+            raise ValueError("--top is a count of at least 1, --margin a number of nats >= 0, --share in (0, 1]")
+
+    def keep(self, scores: Sequence[float]) -> list[bool]:
+        """Which of one source's targets (by their scores, in table order) are kept; ties keep table order."""
+        best = max(scores)
+        if self.top is not None:
+            order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:self.top]
+            chosen = set(order)
+            return [i in chosen for i in range(len(scores))]
+        return [best - score <= self.margin for score in scores]
+
+    def describe(self) -> str:
+        """``top 10``, ``margin 2.5``, ``share 0.5``."""
+        return next(f"{name} {getattr(self, name)}" for name in ("top", "margin", "share")
+                    if getattr(self, name) is not None)
+
+
+@dataclass(frozen=True)
+class PruneSummary:
+    """What a pruning kept: lines and sources of the phrase table (and of the reordering table)."""
+
+    lines: int
+    kept: int
+    sources: int
+    margin: float | None = None  # the margin a --share chose
+    reordering_lines: int | None = None
+    reordering_kept: int | None = None
+
+
+def _key(entry: PhraseEntry) -> bytes:
+    """What orders a line in a table sorted as Moses sorts it: its source and target with their separators."""
+    return f"{entry.source} ||| {entry.target} |||".encode("utf-8")
+
+
+def sorted_groups(path: str, encoding: str = "utf-8") -> Iterator[list[PhraseEntry]]:
+    """The runs of lines of each source phrase of a table sorted as ``LC_ALL=C sort`` sorts it, in constant
+    memory; raises PhraseTableError at the first line out of that order."""
+    group: list[PhraseEntry] = []
+    previous = b""
+    for entry in read_entries(path, encoding):
+        key = _key(entry)
+        if key < previous:
+            raise PhraseTableError(path, entry.line_no, f"out of order: the table must be sorted as Moses writes it "
+                                   f"(LC_ALL=C sort), and {entry.source!r} ||| {entry.target!r} comes after the line "
+                                   f"before it (sort it with: zcat TABLE | LC_ALL=C sort | gzip > SORTED.gz)")
+        previous = key
+        if group and entry.source != group[0].source:
+            yield group
+            group = []
+        group.append(entry)
+    if group:
+        yield group
+
+
+def margin_for_share(path: str, ranking: Ranking, share: float, encoding: str = "utf-8") -> float:
+    """The margin (nats below each source's best) that keeps ``share`` of the table's lines (a first pass, a
+    histogram of margins in 0.01-nat bins: constant memory)."""
+    counts, lines = [0] * _BINS, 0
+    for group in sorted_groups(path, encoding):
+        scores = [ranking.score(path, entry) for entry in group]
+        best = max(scores)
+        for score in scores:
+            counts[min(int((best - score) / _BIN), _BINS - 1)] += 1
+        lines += len(group)
+    wanted, seen = share * lines, 0
+    for index, count in enumerate(counts):
+        seen += count
+        if seen >= wanted:
+            return (index + 1) * _BIN
+    return _BINS * _BIN
+
+
+class _Reordering:
+    """The lines of a reordering table, read along with the phrase table's (same order), kept when its pair is."""
+
+    def __init__(self, path: str, output: str, encoding: str):
+        self.path, self._lines = path, iter(read_entries(path, encoding))
+        self._next = next(self._lines, None)
+        self._output = atomic_output(output)
+        self.stream, self.lines, self.kept, self._previous = None, 0, 0, b""
+
+    def __enter__(self) -> "_Reordering":
+        self.stream = self._output.__enter__()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if exc_info[0] is None:
+            while self._next is not None:  # pairs the phrase table lacks: Moses never looks them up
+                self._advance()
+        self._output.__exit__(*exc_info)
+
+    def _advance(self) -> PhraseEntry:
+        entry, self._next = self._next, next(self._lines, None)
+        key = _key(entry)
+        if key < self._previous:
+            raise PhraseTableError(self.path, entry.line_no, "out of order: the reordering table must be sorted as "
+                                   "the phrase table is (LC_ALL=C sort)")
+        self._previous, self.lines = key, self.lines + 1
+        return entry
+
+    def pair(self, entry: PhraseEntry, kept: bool) -> None:
+        """Write the reordering line of ``entry``'s pair if the phrase table keeps it (skipping pairs it lacks)."""
+        key = _key(entry)
+        while self._next is not None and _key(self._next) < key:
+            self._advance()
+        if self._next is not None and _key(self._next) == key:
+            line = self._advance()
+            if kept:
+                self.stream.write(format_line(line).encode("utf-8"))
+                self.kept += 1
+
+
+def prune_table(path: str, output: str, ranking: Ranking, selection: Selection, *,
+                reordering: str | None = None, reordering_output: str | None = None, encoding: str = "utf-8",
+                progress: Callable[[int], None] | None = None) -> PruneSummary:
+    """Write to ``output`` the lines of the phrase table ``path`` that ``selection`` keeps by ``ranking`` (see
+    the module docstring), and the matching lines of ``reordering`` to ``reordering_output``; each output
+    appears whole or not at all."""
+    if (reordering is None) != (reordering_output is None):
+        raise ValueError("give both the reordering table and its output, or neither")
+    margin = margin_for_share(path, ranking, selection.share, encoding) if selection.share is not None else None
+    chosen = Selection(margin=margin) if margin is not None else selection
+    lines = kept = sources = 0
+    with atomic_output(output) as stream, (_Reordering(reordering, reordering_output, encoding) if reordering
+                                           else _NoReordering()) as moved:
+        for group in sorted_groups(path, encoding):
+            decisions = chosen.keep([ranking.score(path, entry) for entry in group])
+            for entry, keep in zip(group, decisions):
+                if keep:
+                    stream.write(format_line(entry).encode("utf-8"))
+                moved.pair(entry, keep)
+            lines, kept, sources = lines + len(group), kept + sum(decisions), sources + 1
+            if progress:
+                progress(lines)
+    return PruneSummary(lines, kept, sources, margin, *((moved.lines, moved.kept) if reordering else (None, None)))
+
+
+class _NoReordering:
+    def __enter__(self) -> "_NoReordering":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        return None
+
+    def pair(self, entry: PhraseEntry, kept: bool) -> None:
+        """Nothing to keep in step."""
+
+
+def ranking_for(table: str, column: int | None = None, weights: str | None = None, feature: str | None = None,
+                encoding: str = "utf-8") -> Ranking:
+    """The ranking a pruning asks for: score ``column``; the weights of a tuned moses.ini (its group ``feature``,
+    or the one group with as many weights as the table has scores); else the rnn column the table's sidecar
+    names. Raises ValueError saying what to give when none fits."""
+    if column is not None and weights is not None:
+        raise ValueError("rank by --column or by --weights, not both")
+    if weights is not None:
+        groups = read_weights(weights)
+        width = count_scores(table, encoding)
+        if feature is not None:
+            if feature not in groups:
+                raise ValueError(f"{weights} has no weights of {feature} (it has {', '.join(groups)})")
+            return Ranking(f"the {feature} weights of {os.path.basename(weights)}", weights=groups[feature])
+        fitting = [name for name, values in groups.items() if len(values) == width]
+        if len(fitting) != 1:
+            raise ValueError(f"{weights}: {len(fitting) or 'no'} weight groups have the table's {width} scores "
+                             f"({', '.join(fitting) or ', '.join(f'{n} {len(v)}' for n, v in groups.items())}): "
+                             f"name the phrase table's with --feature")
+        return Ranking(f"the {fitting[0]} weights of {os.path.basename(weights)}", weights=groups[fitting[0]])
+    if column is not None:
+        return Ranking(f"score column {column}", column=column)
+    try:
+        sidecar = read_sidecar(table)
+    except SidecarError:
+        sidecar = None
+    columns = list(sidecar.appended_columns) if sidecar else []
+    if "rnn" not in columns:
+        raise ValueError(f"{table}: no rnn column named in its sidecar ({table}.json, which `mosesrnn score` writes): "
+                         f"rank by --column N (2 is p(e|f)) or by a tuned moses.ini's --weights")
+    return Ranking("the rnn column", column=columns.index("rnn") - len(columns))
+
+
+def write_pruned_sidecar(table: str, output: str, ranking: Ranking, selection: Selection,
+                         summary: PruneSummary) -> None:
+    """``OUTPUT.json``: the input's sidecar (its scoring, if it was scored) with the lines kept and how."""
+    if output == "-":
+        return
+    try:
+        source = read_sidecar(table)
+    except SidecarError:
+        source = None
+    pruned = {"input": os.path.abspath(table), "by": ranking.name, "selection": selection.describe(),
+              "lines": summary.lines, "kept": summary.kept, "sources": summary.sources,
+              **({"margin": summary.margin} if summary.margin is not None else {}),
+              **({"reordering_lines": summary.reordering_lines, "reordering_kept": summary.reordering_kept}
+                 if summary.reordering_lines is not None else {})}
+    if source is None:
+        source = Sidecar(signature=f"mosesrnn:{__version__}|features:|pruned", mosesrnn_version=__version__,
+                         input=os.path.abspath(table), input_bytes=os.path.getsize(table), shard="1/1", first_line=1,
+                         last_line=0, lines=0, total_lines=0, bytes=0, appended_columns=(), features=())
+    write_sidecar(output, dataclasses.replace(source, shard="1/1", first_line=1, last_line=summary.kept,
+                                              lines=summary.kept, total_lines=summary.kept,
+                                              bytes=os.path.getsize(output), merged_from=None, pruned=pruned))

@@ -1,0 +1,322 @@
+"""``mosesrnn tune``: the route — Moses MERT, n-best rescoring, the report with its significance.
+
+Moses is not needed here. Shell scripts stand in for ``moses`` and ``mert-moses.pl``: the fake tuner
+copies real tuned weights into its working directory (one finished iteration); the fake decoder
+prints a perturbed copy of the real references (each run its own damage, so each run its own BLEU)
+and writes real Moses n-best lists of the Tatoeba dev sentences. The rescoring stage is the real one:
+real features on real n-best lists, mosesrnn's MERT, reranking. ``test_the_route_with_real_moses``
+runs the whole command on Moses' mini system where Moses is built.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+import sacrebleu
+from click.testing import CliRunner
+from conftest import DATA
+from scoring_helpers import save_tiny_model
+
+from moses_integration.mert_moses import MertSettings, find_tools, mert_command, relative_paths
+from moses_integration.mert_report import weights_table
+from mosesrnn.cli import main
+from mosesrnn.formats.moses_ini import read_weights
+from mosesrnn.formats.tuning_report import read_report
+from mosesrnn.tuning.bleu import file_bleu
+from mosesrnn.tuning.significance import mean_std, median_run, paired_p_value
+
+NBEST = DATA / "nbest"
+SOURCE, REFERENCE = NBEST / "tatoeba.dev30.tok.en", NBEST / "tatoeba.dev30.fr"
+TUNED_WEIGHTS = NBEST / "tatoeba.dev.mert-iter1.weights"
+INI = DATA / "moses" / "moses-ini" / "phrase.basic-surface-only.moses.ini"  # ${MODEL_PATH}: no relative paths
+BASELINE_INI = DATA / "moses" / "moses-ini" / "phrase.basic-surface-only-withirstlm.moses.ini"
+#: Every how many tokens each run's test translations lose one (a plausible, reproducible damage).
+DROP_EVERY = {"baseline-run1": 3, "baseline-run2": 4, "baseline-run3": 3, "system-run1": 5, "system-run2": 6,
+              "system-run3": 9}
+
+
+def perturbed(reference: Path, every: int) -> str:
+    """The reference with every ``every``-th token of each line dropped."""
+    return "".join(" ".join(t for i, t in enumerate(line.split(), 1) if i % every) + "\n"
+                   for line in reference.read_text(encoding="utf-8").splitlines())
+
+
+def executable(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+@pytest.fixture(autouse=True)
+def no_moses(monkeypatch, tmp_path):
+    """No Moses anywhere: an empty PATH, no MOSES_BIN, no MOSES_SCRIPTS."""
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", f"{empty}:/usr/bin:/bin")  # sh and its tools for the fakes, no Moses
+    monkeypatch.delenv("MOSES_BIN", raising=False)
+    monkeypatch.delenv("MOSES_SCRIPTS", raising=False)
+
+
+@pytest.fixture
+def fake_moses(tmp_path):
+    """Stand-in Moses: bin/moses and the mert programs, scripts/training/mert-moses.pl (see the module docstring).
+    ``FAIL_RUN=system-run2`` makes that tuning fail, as a crash would."""
+    root, fake = tmp_path / "mosesdecoder", tmp_path / "fake"
+    fake.mkdir()
+    for run, every in DROP_EVERY.items():
+        (fake / f"{run}.hyp").write_text(perturbed(REFERENCE, every), encoding="utf-8")
+    shutil.copy(NBEST / "tatoeba.dev30.untuned.100best.gz", fake / "dev.nbest.gz")
+    shutil.copy(NBEST / "tatoeba.dev30.mert-iter1.100best.gz", fake / "test.nbest.gz")
+    executable(root / "bin" / "moses", f"""#!/bin/sh
+echo "moses $*" >> {fake}/calls
+case " $* " in *" -show-weights "*) echo "LM0= 0.1"; exit 0;; esac
+while [ $# -gt 0 ]; do
+  case "$1" in -f) ini="$2";; -input-file) input="$2";; -n-best-list) list="$2";; esac; shift
+done
+run=$(basename "$(dirname "$ini")")
+case "$input" in
+  *dev.en) [ -n "$list" ] && gunzip -c {fake}/dev.nbest.gz > "$list"; cat "$input";;
+  *) [ -n "$list" ] && gunzip -c {fake}/test.nbest.gz > "$list"; cat {fake}/$run.hyp;;
+esac
+""")
+    executable(root / "scripts" / "training" / "mert-moses.pl", f"""#!/bin/sh
+echo "mert-moses.pl $*" >> {fake}/calls
+while [ $# -gt 0 ]; do [ "$1" = "--working-dir" ] && work="$2"; shift; done
+run=$(basename "$work")
+[ "${{FAIL_RUN:-}}" = "$run" ] && {{ echo "fake tuning of $run crashed"; exit 3; }}
+mkdir -p "$work" && cp {TUNED_WEIGHTS} "$work/run1.moses.ini" && cp {TUNED_WEIGHTS} "$work/moses.ini"
+echo 1 > "$work/finished_step.txt"
+echo "fake tuning of $run done"
+""")
+    for program in ("extractor", "mert", "kbmira", "pro", "evaluator"):
+        executable(root / "bin" / program, "#!/bin/sh\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> str:
+    return save_tiny_model(str(tmp_path_factory.mktemp("model") / "model.pt"))
+
+
+def tune_args(tmp_path, fake_moses, model, *extra) -> list[str]:
+    """The same 30 real Tatoeba sentences serve as dev and as test set (two copies: the fake decoder tells them
+    apart by name)."""
+    for part in ("dev", "test"):
+        shutil.copy(SOURCE, tmp_path / f"{part}.en")
+        shutil.copy(REFERENCE, tmp_path / f"{part}.fr")
+    return ["tune", str(tmp_path / "dev.en"), str(tmp_path / "dev.fr"), str(INI), "--test-src",
+            str(tmp_path / "test.en"), "--test-ref", str(tmp_path / "test.fr"), "--baseline", str(BASELINE_INI),
+            "--work-dir", str(tmp_path / "work"), "--rescore", "unk", "-m", model, "--moses-bin",
+            str(fake_moses / "bin"), "--moses-scripts", str(fake_moses / "scripts"), *extra]
+
+
+def calls(tmp_path) -> list[str]:
+    path = tmp_path / "fake" / "calls"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_the_route_tunes_rescores_and_reports_with_significance(tmp_path, fake_moses, model):
+    result = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model))
+    assert result.exit_code == 0, result.output
+    work = tmp_path / "work"
+    report = read_report(str(work / "report.json"))
+    assert [stage.name for stage in report.stages] == ["baseline", "system", "rescored"]
+    references = REFERENCE.read_text(encoding="utf-8").splitlines()
+    for stage in report.stages[:2]:
+        expected = [sacrebleu.corpus_bleu(perturbed(REFERENCE, DROP_EVERY[f"{stage.name}-run{k}"]).splitlines(),
+                                          [references], tokenize="none", force=True).score for k in (1, 2, 3)]
+        assert list(stage.bleu) == pytest.approx(expected, abs=1e-9)
+    base, rescored = report.stages[0], report.stages[2]
+    assert rescored.iterations == (1, 1, 1) and set(rescored.weight_shares) == {"UNK0"}
+    # the report's p-value is sacreBLEU's, run by hand on the median runs' files
+    by_hand = paired_p_value(Path(rescored.hypotheses[median_run(rescored.bleu)]).read_text().splitlines(),
+                             Path(base.hypotheses[median_run(base.bleu)]).read_text().splitlines(), references,
+                             "none")
+    assert rescored.p_value == by_hand[1] and rescored.pairs == 9
+    assert rescored.delta == pytest.approx(statistics.mean(rescored.bleu) - statistics.mean(base.bleu))
+    assert "unk(side=both" in report.signatures["rescoring"][0] and report.sacrebleu.startswith("nrefs:1")
+    assert "| rescored: its 100-best lists rescored with unk |" in result.stdout
+    assert (work / "report.md").read_text() == result.stdout
+    for run in (1, 2, 3):  # every run's files are kept and named
+        for name in (f"system-run{run}.test.hyp", f"system-run{run}.dev.nbest.rescored.gz",
+                     f"system-run{run}.rescored.weights", f"system-run{run}.rescored.test.hyp"):
+            assert (work / name).is_file(), name
+    shown = CliRunner().invoke(main, ["mert-report", str(work)])
+    assert shown.exit_code == 0 and "| rescored: its 100-best lists rescored with unk |" in shown.stdout
+
+
+def test_a_stopped_tuning_continues_where_it_stopped(tmp_path, fake_moses, model, monkeypatch):
+    monkeypatch.setenv("FAIL_RUN", "system-run2")
+    crashed = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model))
+    assert crashed.exit_code == 1 and "Traceback" not in crashed.output
+    assert "system-run2.log" in crashed.output
+    done_before = [call for call in calls(tmp_path) if not call.endswith("-show-weights")]
+    monkeypatch.delenv("FAIL_RUN")
+    finished = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model))
+    assert finished.exit_code == 0, finished.output
+    redone = [call for call in calls(tmp_path) if not call.endswith("-show-weights")][len(done_before):]
+    tuned = [call.split("--working-dir ")[1].split()[0] for call in redone if call.startswith("mert-moses.pl")]
+    assert [os.path.basename(path) for path in tuned] == ["system-run2", "system-run3"]  # nothing finished redone
+    decodes = [call for call in redone if call.startswith("moses")]
+    assert len(decodes) == 2 * 2  # runs 2 and 3 of the system: the test set and the dev lists, once each
+
+
+def test_a_folder_of_another_tuning_is_refused(tmp_path, fake_moses, model):
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, args).exit_code == 0
+    other = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--runs", "2"))
+    assert other.exit_code == 1 and "holds a tuning of other runs" in other.output
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "notes.txt").write_text("mine\n")
+    args = tune_args(tmp_path, fake_moses, model)
+    args[args.index("--work-dir") + 1] = str(tmp_path / "elsewhere")
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 1 and "holds files of something else (notes.txt" in refused.output
+
+
+def test_dry_run_prints_every_command(tmp_path, fake_moses, model):
+    result = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--dry-run", "--runs", "2"))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert sum(line.startswith(str(fake_moses / "scripts" / "training" / "mert-moses.pl")) for line in lines) == 4
+    assert any("-n-best-list" in line and "system-run2.dev.nbest" in line for line in lines)
+    assert not (tmp_path / "work").exists()  # a dry run leaves no folder behind
+
+
+def test_without_moses_every_missing_program_is_named(tmp_path, model):
+    result = CliRunner().invoke(main, ["tune", str(SOURCE), str(REFERENCE), str(INI), "--test-src", str(SOURCE),
+                                       "--test-ref", str(REFERENCE), "--work-dir", str(tmp_path / "work")])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "moses (the decoder) not found" in result.output and "also: mert-moses.pl not found" in result.output
+
+
+def test_relative_table_paths_are_refused(tmp_path, fake_moses, model):
+    ini = tmp_path / "moses.ini"
+    ini.write_text("[feature]\nPhraseDictionaryMemory name=TranslationModel0 num-features=4 path=pt.gz "
+                   "input-factor=0 output-factor=0\n\n[weight]\nTranslationModel0= 0.2 0.2 0.2 0.2\n")
+    args = tune_args(tmp_path, fake_moses, model)
+    args[3] = str(ini)
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and "path=pt.gz is relative, but mert-moses.pl decodes inside" in result.output
+
+
+# -- the pieces -----------------------------------------------------------------------------------------
+
+
+def test_mert_command_passes_the_options_and_continues_a_stopped_run(tmp_path, fake_moses):
+    tools, problems = find_tools(str(fake_moses / "bin"), str(fake_moses / "scripts"))
+    assert problems == []
+    settings = MertSettings(threads=8, nbest=200, maximum_iterations=10, batch_mira=True, return_best_dev=True)
+    command = mert_command(tools, settings, str(SOURCE), str(REFERENCE), str(INI), str(tmp_path / "run2"))
+    assert command == [str(fake_moses / "scripts" / "training" / "mert-moses.pl"), str(SOURCE), str(REFERENCE),
+                       str(fake_moses / "bin" / "moses"), str(INI), "--mertdir", str(fake_moses / "bin"),
+                       "--working-dir", str(tmp_path / "run2"), "--decoder-flags", "-threads 8", "--threads", "8",
+                       "--nbest", "200", "--maximum-iterations", "10", "--batch-mira", "--return-best-dev"]
+    alone = mert_command(tools, MertSettings(), str(SOURCE), str(REFERENCE), str(INI), str(tmp_path / "r"), True)
+    assert alone[-3:] == ["--decoder-flags", "-threads 1", "--continue"] and "--threads" not in alone
+
+
+def test_every_missing_tool_is_named_with_what_to_set(tmp_path, fake_moses, monkeypatch):
+    _, problems = find_tools()
+    assert problems[0].startswith("moses (the decoder) not found (searched $MOSES_BIN (not set), PATH)")
+    assert "mert-moses.pl not found" in problems[1] and "set MOSES_SCRIPTS" in problems[1]
+    (fake_moses / "bin" / "kbmira").unlink()
+    monkeypatch.setenv("MOSES_BIN", str(fake_moses / "bin"))
+    monkeypatch.setenv("MOSES_SCRIPTS", str(fake_moses / "scripts"))
+    _, problems = find_tools()
+    assert problems == [f"kbmira not found in the mertdir {fake_moses / 'bin'} (mert-moses.pl needs extractor, "
+                        "mert, kbmira, pro, evaluator there): build Moses with its mert tools or pass --mertdir"]
+
+
+def test_relative_paths_of_a_real_ini():
+    ini = DATA / "moses" / "mini-system-fr-en.moses.ini"
+    assert relative_paths(str(ini)) == [f"{ini}:17: path=europarl.en.lm",
+                                        f"{ini}:19: path=reordering-table.msd-bidirectional-fe.0.5.0-0.gz",
+                                        f"{ini}:22: path=phrase-table.0-0.gz"]
+
+
+def test_weights_table_has_a_row_per_weight_and_a_column_per_run():
+    tuned = {"run1": read_weights(str(TUNED_WEIGHTS)), "run2": {"LM0": (0.4,), "CSLM": (0.1,)}}
+    rows = {line.split()[0]: line.split()[1:] for line in weights_table(tuned).splitlines()}
+    assert rows["weight"] == ["run1", "run2"] and rows["LM0"] == ["0.113806", "0.4"]
+    assert rows["LexicalReordering0[5]"] == ["0.0328172", "-"] and rows["CSLM"] == ["-", "0.1"]
+
+
+def test_file_bleu_is_sacrebleus_and_refuses_a_short_hypothesis(tmp_path):
+    hypothesis = tmp_path / "hyp"
+    hypothesis.write_text(perturbed(REFERENCE, 5), encoding="utf-8")
+    score, signature = file_bleu(str(hypothesis), str(REFERENCE))
+    expected = sacrebleu.corpus_bleu(hypothesis.read_text().splitlines(), [REFERENCE.read_text().splitlines()])
+    assert score == pytest.approx(expected.score, abs=1e-9)
+    assert signature.startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    hypothesis.write_text("un\ndeux\n")
+    with pytest.raises(ValueError, match="has 2 lines but .* has 30"):
+        file_bleu(str(hypothesis), str(REFERENCE))
+    assert mean_std([20.0, 22.0, 24.0]) == (22.0, 2.0) and mean_std([21.5]) == (21.5, None)
+
+
+def test_help_explains_every_option():
+    text = CliRunner().invoke(main, ["tune", "--help"]).output
+    for option in ("--work-dir", "--runs", "--threads", "--moses-bin", "--moses-scripts", "--mertdir", "--batch-mira",
+                   "--nbest", "--maximum-iterations", "--return-best-dev", "--test-src", "--test-ref", "--baseline",
+                   "--tokenize", "--dry-run", "--rescore", "--lm", "--model", "--reverse-model", "--vocab",
+                   "--nbest-size"):
+        assert option in text
+
+
+def _moses_root() -> Path:
+    """A real Moses build (``$MOSES_BIN``'s parent, else ``~/moses/mosesdecoder``), or a skip saying how to get one."""
+    for folder in (os.environ.get("MOSES_BIN"), os.path.expanduser("~/moses/mosesdecoder/bin")):
+        if folder and not find_tools(folder, os.path.join(folder, "..", "scripts"))[1]:
+            return Path(folder).parent
+    pytest.skip("a real Moses is absent ($MOSES_BIN, ~/moses/mosesdecoder/bin): build it with build-moses.sh to run "
+                "the route end to end")
+
+
+def test_the_route_with_real_moses(tmp_path):
+    """The whole command on Moses' mini fr->en system (its 5 sentences as dev and test set), the table with
+    the rnn and unk columns against the table as it is, rescored with unk: interrupted once, then continued."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import shared_file
+    root = _moses_root()
+    mini = shared_file("moses-regression-tests/mini-system-fr-en/moses.ini").parent
+    runner = CliRunner()
+    base, system = tmp_path / "base.ini", tmp_path / "system.ini"
+    assert runner.invoke(main, ["moses-ini", str(mini / "moses.ini"), "--absolute-paths", "--relative-to", str(mini),
+                                "-o", str(base)]).exit_code == 0
+    assert runner.invoke(main, ["moses-ini", str(base), "--table", str(DATA / "moses" / "mini-system.phrase-table."
+                                "rnn-unk.gz"), "--features", "rnn,unk", "-o", str(system)]).exit_code == 0
+    assert runner.invoke(main, ["vocab", str(mini / "phrase-table.0-0.gz"), "-o", str(tmp_path / "vocab"), "--size",
+                                "2000"]).exit_code == 0
+    translations = [line.split("=", 1)[1] for line in (mini / "expected-output.txt").read_text().splitlines()
+                    if line.startswith("TRANSLATION_")]  # what the system translates: a reference to tune to
+    (tmp_path / "ref.en").write_text("\n".join(translations) + "\n")
+    command = [sys.executable, "-m", "mosesrnn", "tune", str(mini / "input.fr"), str(tmp_path / "ref.en"),
+               str(system), "--baseline", str(base), "--test-src", str(mini / "input.fr"), "--test-ref",
+               str(tmp_path / "ref.en"), "--runs", "2", "--maximum-iterations", "2", "--rescore", "unk",
+               "--vocab", str(tmp_path / "vocab"), "--nbest-size", "20", "--work-dir", str(tmp_path / "work"),
+               "--moses-bin", str(root / "bin"), "--moses-scripts", str(root / "scripts")]
+    started = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while started.poll() is None and time.monotonic() < deadline and \
+            not list((tmp_path / "work").glob("baseline-run1/run1.moses.ini")):
+        time.sleep(0.2)
+    started.send_signal(signal.SIGINT)
+    _, stderr = started.communicate(timeout=300)
+    assert started.returncode == 130 and "Traceback" not in stderr, stderr
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=1200)
+    assert finished.returncode == 0, finished.stderr
+    report = read_report(str(tmp_path / "work" / "report.json"))
+    assert [stage.name for stage in report.stages] == ["baseline", "system", "rescored"]
+    assert all(len(stage.bleu) == 2 for stage in report.stages)
+    # the two columns the system adds (named Feature[index]: this table has no sidecar to name them)
+    assert set(report.stages[1].weight_shares) == {"PhraseDictionaryMemory0[5]", "PhraseDictionaryMemory0[6]"}
+    assert json.loads((tmp_path / "work" / "plan.json").read_text())["runs"] == 2
