@@ -75,10 +75,20 @@ class RoutePlan:
     nbest_size: int = 100
     mert: MertSettings = field(default_factory=MertSettings)
     tokenize: str = "none"
+    others: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self):
+        names = [name for name, _ in self.others]
+        taken = {BASELINE, SYSTEM, RESCORED}
+        bad = [name for name in names if name in taken or not name.replace("-", "").replace(".", "").replace(
+            "+", "").replace("_", "").isalnum()]
+        if bad or len(set(names)) < len(names):
+            raise ValueError(f"other systems need distinct names of letters, digits and - . + _ (not baseline, system "
+                             f"or rescored): {', '.join(bad) or 'a name given twice'}")
 
     def systems(self) -> list[tuple[str, str]]:
-        """``(name, moses.ini)`` of each system tuned, the baseline first."""
-        return ([(BASELINE, self.baseline)] if self.baseline else []) + [(SYSTEM, self.ini)]
+        """``(name, moses.ini)`` of each system tuned: the baseline first, the system, then the others."""
+        return ([(BASELINE, self.baseline)] if self.baseline else []) + [(SYSTEM, self.ini)] + list(self.others)
 
     def record(self) -> dict:
         """What a continued tuning must share with the one it continues: the inputs (absolute, with their sizes)
@@ -91,7 +101,8 @@ class RoutePlan:
             for key in ("model", "reverse_model", "lm", "vocab"):
                 rescoring[key] = _file_record(rescoring[key])
         return {"files": files, "runs": self.runs, "rescoring": rescoring, "nbest_size": self.nbest_size,
-                "mert": asdict(self.mert), "tokenize": self.tokenize}
+                "mert": asdict(self.mert), "tokenize": self.tokenize,
+                "others": {name: _file_record(ini) for name, ini in self.others}}
 
 
 def _file_record(path: str | None):
@@ -304,7 +315,9 @@ def build_report(plan: RoutePlan) -> TuningReport:
     shares, MERT's iterations, the decoding speed; and what made them (signatures)."""
     references = read_lines(plan.test_ref)
     stages, signature = [], ""
-    names = [name for name, _ in plan.systems()] + ([RESCORED] if plan.rescoring else [])
+    names = [name for name, _ in plan.systems()]
+    if plan.rescoring:
+        names.insert(names.index(SYSTEM) + 1, RESCORED)
     for name in names:
         system = SYSTEM if name == RESCORED else name
         runs = [stage_files(plan, system, k) for k in range(1, plan.runs + 1)]
@@ -335,19 +348,20 @@ def build_report(plan: RoutePlan) -> TuningReport:
 def _about(plan: RoutePlan, name: str) -> str:
     if name == BASELINE:
         return f"{os.path.basename(plan.baseline)} as given"
-    if name == SYSTEM:
-        columns = list(_new_columns(plan).values())
-        return os.path.basename(plan.ini) + (f" with {', '.join(columns)}" if columns else "")
-    return f"its {plan.nbest_size}-best lists rescored with {','.join(plan.rescoring.names())}"
+    if name == RESCORED:
+        return f"its {plan.nbest_size}-best lists rescored with {','.join(plan.rescoring.names())}"
+    ini = dict(plan.systems())[name]
+    columns = list(_new_columns(plan, ini).values())
+    return os.path.basename(ini) + (f" with {', '.join(columns)}" if columns else "")
 
 
-def _new_columns(plan: RoutePlan) -> dict[tuple[str, int], str]:
-    """The weights the system adds, ``{(feature, index): label}``: those the baseline lacks (without one, the
-    scored tables' appended columns and a NeuralLM); labelled by the tables' sidecars (``rnn``, ``unk``),
+def _new_columns(plan: RoutePlan, ini: str) -> dict[tuple[str, int], str]:
+    """The weights a system's ``ini`` adds, ``{(feature, index): label}``: those the baseline lacks (without one,
+    the scored tables' appended columns and a NeuralLM); labelled by the tables' sidecars (``rnn``, ``unk``),
     ``cslm`` for a NeuralLM, else ``Feature[index]``."""
-    system = read_weights(plan.ini)
+    system = read_weights(ini)
     labels = {}
-    for table in phrase_tables(_ini_lines(plan.ini), plan.ini):
+    for table in phrase_tables(_ini_lines(ini), ini):
         columns, size = _appended_columns(table.path), len(system.get(table.name, ()))
         labels.update({(table.name, size - len(columns) + offset): column for offset, column in enumerate(columns)})
     labels.update({(name, 0): "cslm" for name in system if name.startswith("NeuralLM")})
@@ -389,7 +403,7 @@ def _column_shares(plan: RoutePlan, name: str, runs: list[StageFiles]) -> dict:
     if name == BASELINE:
         return {}
     return _mean_shares([read_weights(files.tuned_ini) for files in runs],
-                        {label: key for key, label in _new_columns(plan).items()})
+                        {label: key for key, label in _new_columns(plan, dict(plan.systems())[name]).items()})
 
 
 def _rescored_shares(runs: list[StageFiles]) -> dict:

@@ -117,7 +117,7 @@ def all_commands(group: click.Group = main, prefix: str = "") -> list[tuple[str,
 #: The text parameters that name no file (the others are paths, with a role). A new text parameter fails the
 #: walk below until it is a path (a PathParam) or listed here.
 TEXT_PARAMETERS = {"encoding", "queries", "hidden_dims", "max_time", "resume", "which", "features", "weights",
-                   "feature_name", "labels", "source", "sources", "shard"}
+                   "feature_name", "labels", "source", "sources", "shard", "others"}
 #: The API's text arguments that name no file.
 TEXT_ARGUMENTS = {"device", "dtype", "shard", "encoding", "feature_name"}
 
@@ -126,11 +126,13 @@ TEXT_ARGUMENTS = {"device", "dtype", "shard", "encoding", "feature_name"}
 def test_every_path_parameter_declares_its_role(name, command):
     assert isinstance(command, Command), f"{name} does not run inside a job (cls=Command)"
     for param in command.params:
-        if isinstance(param.type, (click.Path, click.File)):
-            assert isinstance(param.type, PathParam), f"{name} {param.name}: a path without a role"
-        elif param.type == click.STRING:
-            assert param.name in TEXT_PARAMETERS, \
-                f"{name} {param.name}: a text parameter; if it names a file, give it a PathParam type"
+        inner = param.type.types if isinstance(param.type, click.Tuple) else []
+        for kind in [param.type, *inner]:
+            if isinstance(kind, (click.Path, click.File)):
+                assert isinstance(kind, PathParam), f"{name} {param.name}: a path without a role"
+            elif kind == click.STRING:
+                assert param.name in TEXT_PARAMETERS, \
+                    f"{name} {param.name}: a text parameter; if it names a file, give it a PathParam type"
 
 
 def test_the_api_declares_every_path_argument():

@@ -36,7 +36,7 @@ INI = DATA / "moses" / "moses-ini" / "phrase.basic-surface-only.moses.ini"  # ${
 BASELINE_INI = DATA / "moses" / "moses-ini" / "phrase.basic-surface-only-withirstlm.moses.ini"
 #: Every how many tokens each run's test translations lose one (a plausible, reproducible damage).
 DROP_EVERY = {"baseline-run1": 3, "baseline-run2": 4, "baseline-run3": 3, "system-run1": 5, "system-run2": 6,
-              "system-run3": 9}
+              "system-run3": 9, "pruned-run1": 7}
 
 
 def perturbed(reference: Path, every: int) -> str:
@@ -176,6 +176,19 @@ def test_a_folder_of_another_tuning_is_refused(tmp_path, fake_moses, model):
     args[args.index("--work-dir") + 1] = str(tmp_path / "elsewhere")
     refused = CliRunner().invoke(main, args)
     assert refused.exit_code == 1 and "holds files of something else (notes.txt" in refused.output
+
+
+def test_other_systems_climb_the_same_ladder(tmp_path, fake_moses, model):
+    """--also NAME INI: more systems tuned and reported against the one baseline, in one folder."""
+    result = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--runs", "1", "--also", "pruned",
+                                                str(BASELINE_INI)))
+    assert result.exit_code == 0, result.output
+    report = read_report(str(tmp_path / "work" / "report.json"))
+    assert [stage.name for stage in report.stages] == ["baseline", "system", "rescored", "pruned"]
+    assert report.stages[3].about.startswith(BASELINE_INI.name) and report.stages[3].pairs == 1
+    again = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--runs", "1", "--also", "baseline",
+                                               str(INI)))
+    assert again.exit_code == 1 and "other systems need distinct names" in again.output
 
 
 def test_dry_run_prints_every_command(tmp_path, fake_moses, model):

@@ -46,9 +46,18 @@ def setup_logging(quiet: bool) -> None:
 
 
 def declared_paths(command: click.Command, params: dict) -> list[tuple[Role, str]]:
-    """``(role, path)`` of every path the command's parameters name (:mod:`mosesrnn.cli.paths`)."""
-    return [pair for param in command.params if isinstance(param.type, PathParam)
-            for pair in param.type.role.declare(params.get(param.name))]
+    """``(role, path)`` of every path the command's parameters name (:mod:`mosesrnn.cli.paths`), those inside a
+    tuple option (``--also NAME INI``) included."""
+    pairs = []
+    for param in command.params:
+        value = params.get(param.name)
+        if isinstance(param.type, PathParam):
+            pairs += param.type.role.declare(value)
+        elif isinstance(param.type, click.Tuple) and value:
+            for item in (value if param.multiple else [value]):
+                pairs += [pair for kind, part in zip(param.type.types, item) if isinstance(kind, PathParam)
+                          for pair in kind.role.declare(part)]
+    return pairs
 
 
 class Command(click.Command):

@@ -255,6 +255,9 @@ def _rescoring(features, model, reverse_model, lm, vocab, device, dtype, threads
 @click.option("--baseline", type=INPUT,
               help="A baseline moses.ini (the system without the new columns), tuned and tested the same way: the "
                    "report compares every stage with it.")
+@click.option("--also", "others", multiple=True, type=(str, INPUT), metavar="NAME INI",
+              help="Another system to tune and report the same way beside the system (repeatable), e.g. --also "
+                   "pruned-50 pruned.ini: a ladder of systems against one baseline, in one folder.")
 @click.option("--work-dir", default="tune", show_default=True, type=output_folder_writing(),
               help="Where the runs go (baseline-run1, system-run1, ...), with plan.json, report.md and report.json. "
                    "The same command continues a tuning stopped there.")
@@ -294,8 +297,8 @@ def _rescoring(features, model, reverse_model, lm, vocab, device, dtype, threads
                    "(13a for detokenised text).")
 @click.option("--dry-run", is_flag=True, help="Print the commands (and any problems found) without running anything.")
 @QUIET
-def tune(dev_src, dev_ref, ini, test_src, test_ref, baseline, work_dir, runs, features, lm, model, reverse_model,
-         vocab, nbest_size, threads, device, dtype, moses_bin, moses_scripts, mertdir, batch_mira, nbest,
+def tune(dev_src, dev_ref, ini, test_src, test_ref, baseline, others, work_dir, runs, features, lm, model,
+         reverse_model, vocab, nbest_size, threads, device, dtype, moses_bin, moses_scripts, mertdir, batch_mira, nbest,
          maximum_iterations, return_best_dev, tokenize, dry_run, quiet):
     """Tune INI on DEV_SRC/DEV_REF with Moses' MERT several times, rescore its n-best lists, and report test
     BLEU with its significance: the route from new columns to a measured gain, in one command.
@@ -318,7 +321,8 @@ def tune(dev_src, dev_ref, ini, test_src, test_ref, baseline, work_dir, runs, fe
     setup_logging(quiet)
     plan = RoutePlan(dev_src, dev_ref, ini, test_src, test_ref, work_dir, runs, baseline,
                      _rescoring(features, model, reverse_model, lm, vocab, device, dtype, threads), nbest_size,
-                     MertSettings(threads, nbest, maximum_iterations, batch_mira, return_best_dev), tokenize)
+                     MertSettings(threads, nbest, maximum_iterations, batch_mira, return_best_dev), tokenize,
+                     tuple(others))
     tools, missing = find_tools(moses_bin, moses_scripts, mertdir)
     problems = plan_problems(plan, missing)
     if dry_run:
