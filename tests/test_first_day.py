@@ -188,3 +188,31 @@ def test_a_second_model_gets_its_own_column_name(tmp_path, model):
     assert "RNN0" in entry.feature_names and "RNN1" in entry.feature_names
     refused = invoke("nbest", first, "--source", SOURCE, "-m", other, "--label", "rnn=rnn", "-o", tmp_path / "x")
     assert refused.exit_code == 1 and "'rnn' is not an n-best feature name" in refused.output
+
+
+def test_a_cslm_of_another_vocabulary_is_pointed_out(tmp_path):
+    """Most of the list's words unknown to the CSLM: its column would be mostly <unk>'s probability."""
+    from mosesrnn.cslm.config import CSLMConfig
+    from mosesrnn.cslm.model import CSLM
+    from mosesrnn.cslm.model_file import save_language_model
+    from mosesrnn.text.codec import Codec
+    from mosesrnn.text.tokenizers import MosesWords
+    from mosesrnn.text.vocab import Vocabulary
+    codec = Codec(MosesWords(), Vocabulary(["<s>", "the", "house", "is", "small"]))  # English words
+    save_language_model(str(tmp_path / "lm.pt"), CSLM(CSLMConfig(len(codec.vocabulary), order=3, embed_dim=4,
+                                                                 hidden_dims=(8,))), codec,
+                        {"coverage": 0.98, "log_z_mean": 0.0})
+    result = invoke("nbest", NBEST, "--source", SOURCE, "--lm", tmp_path / "lm.pt", "-o", tmp_path / "out.gz")
+    assert result.exit_code == 0, result.output
+    assert "of the target tokens of the first" in result.stderr and "unknown to the cslm model (2% in its " \
+        "training data)" in result.stderr
+
+
+def test_a_lost_torchrun_process_is_one_line():
+    from mosesrnn.train.distributed import PeerLost, Ranks, peers_alive
+    with pytest.raises(PeerLost, match="rank 1: another process of this torchrun run stopped"):
+        with peers_alive(Ranks(rank=1, world=2), "model/"):
+            raise RuntimeError("[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer")
+    with pytest.raises(RuntimeError, match="a bug"):  # other errors keep their traceback
+        with peers_alive(Ranks(rank=1, world=2), "model/"):
+            raise RuntimeError("a bug")
