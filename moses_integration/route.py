@@ -53,7 +53,7 @@ from .moses_ini import phrase_tables
 from .tools import format_command
 
 __all__ = ["RoutePlan", "StageFiles", "plan_problems", "run_route", "build_report", "rescore_run", "stage_files",
-           "dry_run"]
+           "compare_with", "dry_run"]
 
 PLAN = "plan.json"
 BASELINE, SYSTEM, RESCORED = "baseline", "system", "rescored"
@@ -331,18 +331,38 @@ def build_report(plan: RoutePlan) -> TuningReport:
             iterations=tuple(1 if name == RESCORED else iterations(files.mert_dir) for files in runs),
             weight_shares=shares,
             sentences_per_second=sum(speeds) / len(speeds) if speeds and None not in speeds else None))
-    if plan.baseline:
-        base = stages[0]
-        baseline_texts = [read_lines(path) for path in base.hypotheses]
-        for index, stage in enumerate(stages[1:], start=1):
-            comparison = compare_runs([read_lines(path) for path in stage.hypotheses], stage.bleu, baseline_texts,
-                                      base.bleu, references, plan.tokenize)
-            stages[index] = StageResult(**{**asdict(stage), "delta": comparison.delta, "p_value": comparison.p_value,
-                                           "pairs_agreeing": comparison.pairs_agreeing, "pairs": comparison.pairs})
-    return TuningReport(signature, {"source": os.path.abspath(plan.dev_src), "reference": os.path.abspath(plan.dev_ref),
-                                    "sentences": len(read_lines(plan.dev_src))},
-                        {"source": os.path.abspath(plan.test_src), "reference": os.path.abspath(plan.test_ref),
-                         "sentences": len(references)}, plan.runs, tuple(stages), _signatures(plan))
+    dev = {"source": os.path.abspath(plan.dev_src), "reference": os.path.abspath(plan.dev_ref),
+           "sentences": len(read_lines(plan.dev_src))}
+    report = TuningReport(signature, dev,
+                          {"source": os.path.abspath(plan.test_src), "reference": os.path.abspath(plan.test_ref),
+                           "sentences": len(references)}, plan.runs, tuple(stages), _signatures(plan))
+    return compare_with(report, BASELINE, plan.tokenize) if plan.baseline else report
+
+
+def compare_with(report: TuningReport, reference_stage: str, tokenize: str = "none") -> TuningReport:
+    """``report`` with every other stage compared with ``reference_stage`` (the baseline, or e.g. the full
+    system against its pruned ones): the difference of the means, the median runs' p-value, the run pairs."""
+    by_name = {stage.name: stage for stage in report.stages}
+    if reference_stage not in by_name:
+        raise ValueError(f"no stage {reference_stage!r} in the report (its stages: {', '.join(by_name)})")
+    reference = by_name[reference_stage]
+    declare_input(report.test["reference"])  # the test reference the report names
+    for stage in report.stages:
+        for path in stage.hypotheses:  # the translations it names (in the tuning's folder, or moved with it)
+            declare_input(path)
+    references = read_lines(report.test["reference"])
+    texts = [read_lines(path) for path in reference.hypotheses]
+    stages = []
+    for stage in report.stages:
+        if stage.name == reference_stage:
+            stages.append(StageResult(**{**asdict(stage), "delta": None, "p_value": None, "pairs_agreeing": None,
+                                         "pairs": None}))
+            continue
+        comparison = compare_runs([read_lines(path) for path in stage.hypotheses], stage.bleu, texts,
+                                  reference.bleu, references, tokenize)
+        stages.append(StageResult(**{**asdict(stage), "delta": comparison.delta, "p_value": comparison.p_value,
+                                     "pairs_agreeing": comparison.pairs_agreeing, "pairs": comparison.pairs}))
+    return TuningReport(report.sacrebleu, report.dev, report.test, report.runs, tuple(stages), report.signatures)
 
 
 def _about(plan: RoutePlan, name: str) -> str:

@@ -147,6 +147,12 @@ def test_the_route_tunes_rescores_and_reports_with_significance(tmp_path, fake_m
             assert (work / name).is_file(), name
     shown = CliRunner().invoke(main, ["mert-report", str(work)])
     assert shown.exit_code == 0 and "| rescored: its 100-best lists rescored with unk |" in shown.stdout
+    against = CliRunner().invoke(main, ["mert-report", str(work), "--against", "system"])
+    assert against.exit_code == 0 and "| Δ vs system |" in against.stdout
+    system_row = next(line for line in against.stdout.splitlines() if line.startswith("| system:"))
+    assert system_row.split(" | ")[3:6] == ["-", "-", "-"]  # itself: no difference, no test
+    missing = CliRunner().invoke(main, ["mert-report", str(work), "--against", "pruned"])
+    assert missing.exit_code == 1 and "no stage 'pruned' in the report" in missing.output
 
 
 def test_a_stopped_tuning_continues_where_it_stopped(tmp_path, fake_moses, model, monkeypatch):

@@ -18,7 +18,7 @@ from moses_integration.mert_report import apply_iteration, choose_iteration, for
 from moses_integration.moses_ini import updated_ini
 from moses_integration.neural_lm import with_neural_lm
 from moses_integration.new_columns import DEFAULT_WEIGHTS
-from moses_integration.route import RoutePlan, plan_problems, run_route
+from moses_integration.route import RoutePlan, compare_with, plan_problems, run_route
 from moses_integration.route import dry_run as dry_run_commands
 from moses_integration.tools import MosesToolError, format_command
 
@@ -342,12 +342,15 @@ def tune(dev_src, dev_ref, ini, test_src, test_ref, baseline, others, work_dir, 
               help="sacreBLEU tokenizer for --dev-ref (none: the dev text Moses tuned on is tokenised already).")
 @click.option("--apply", "which", metavar="ITER|best|last",
               help="Write --ini with the weights of this iteration (best: highest dev BLEU) to -o.")
+@click.option("--against", metavar="STAGE",
+              help="With a `mosesrnn tune` report: compare every stage with this one (e.g. system: the pruned "
+                   "systems against the full one) instead of the baseline.")
 @click.option("--ini", "full_ini", type=INPUT,
               help="With --apply: the full moses.ini that was tuned (the run*.moses.ini name filtered tables).")
 @click.option("-o", "--output", type=OUTPUT,
               help="With --apply: the new moses.ini ('-' for stdout, the report then on stderr; written whole or "
                    "not at all; never over --ini).")
-def mert_report(work_dir, dev_ref, tokenize, which, full_ini, output):
+def mert_report(work_dir, dev_ref, tokenize, which, against, full_ini, output):
     """Report a finished or stopped tuning in WORK_DIR, and apply one of its iterations.
 
     WORK_DIR is a mert-moses.pl working directory, or one of `mosesrnn tune` holding one per run. For
@@ -366,7 +369,12 @@ def mert_report(work_dir, dev_ref, tokenize, which, full_ini, output):
         raise click.UsageError("--ini and -o go with --apply")
     report = os.path.join(work_dir, "report.json")
     if os.path.isfile(report):
-        click.echo(markdown(read_report(report)), err=output == "-")
+        tuning = read_report(report)
+        if against is not None:
+            tuning = compare_with(tuning, against, tokenize)
+        click.echo(markdown(tuning, against or "baseline"), err=output == "-")
+    elif against is not None:
+        raise click.UsageError(f"--against compares the stages of a `mosesrnn tune` report: {report} is missing")
     tunings = [read_tuning(directory, dev_ref, tokenize) for directory in tuning_dirs(work_dir)]
     if which is not None and len(tunings) > 1:
         raise ValueError(f"{work_dir} holds {len(tunings)} tunings: --apply to one of them, e.g. {tunings[0].path}")

@@ -91,9 +91,10 @@ def _number(value: float | None, digits: int = 2, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
-def markdown(report: TuningReport) -> str:
-    """The report as a Markdown table, with a line on what it was measured on."""
-    rows = ["| stage | test BLEU (mean ± std) | runs | Δ vs baseline | p (median runs) | pairs | new weights "
+def markdown(report: TuningReport, reference: str = "baseline") -> str:
+    """The report as a Markdown table, with a line on what it was measured on (Δ, p and pairs against the
+    stage ``reference``)."""
+    rows = [f"| stage | test BLEU (mean ± std) | runs | Δ vs {reference} | p (median runs) | pairs | new weights "
             "(share of L1) | iterations | decoding (sent./s) |", "|---|---|---|---|---|---|---|---|---|"]
     for stage in report.stages:
         mean = statistics.mean(stage.bleu)
