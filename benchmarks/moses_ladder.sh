@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README's Table 1 and the pruning ladder on the shared Tatoeba en->fr system, with the commands a user runs,
 # in one tuning (mosesrnn tune: three MERT runs per system, the report with its significance):
-#   baseline       the system as it is
+#   baseline       the system as it is; baseline-rescored: its 100-best lists rescored with the CSLM (+CSLM)
 #   system         the rnn and unk columns in the table; rescored: its 100-best lists with the unknown-word
 #                  count and the CSLM
 #   rnn-topK       the table pruned to each source's K best targets by the RNN (mosesrnn prune)
@@ -45,7 +45,7 @@ for K in $SIZES; do
 done
 mosesrnn tune "$DATA/dev.tok.en" "$DATA/dev.tok.fr" system.ini --baseline baseline.ini \
     --test-src "$DATA/test.tok.en" --test-ref "$DATA/test.tok.fr" --runs "$RUNS" --threads "$THREADS" \
-    --rescore unk,cslm -m "$RNN" --lm "$LM" --work-dir tune ${ALSO[@]+"${ALSO[@]}"}
+    --rescore unk,cslm --rescore-baseline cslm -m "$RNN" --lm "$LM" --work-dir tune ${ALSO[@]+"${ALSO[@]}"}
 if [ -n "$SIZES" ]; then
   head -200 "$DATA/test.tok.en" > memory-probe.en
   : > memory.txt

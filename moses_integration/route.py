@@ -8,7 +8,7 @@ columns), the stages are:
 2. ``test``: the tuned ini decodes the test set (``SYSTEM-runK.test.hyp``), and, when the system is
    rescored, writes the test set's n-best list in the same pass (``SYSTEM-runK.test.nbest``);
 3. with rescoring features (``mosesrnn nbest``'s: ``unk``, the CSLM, a sentence-level model...), for
-   the system: ``dev n-best`` decodes the dev set's n-best list with the tuned ini; ``features`` adds
+   the system (and, with ``baseline_rescoring``, for the baseline: Table 1's +CSLM row): ``dev n-best`` decodes the dev set's n-best list with the tuned ini; ``features`` adds
    the features to both lists (:func:`mosesrnn.score_nbest`); ``mert n-best`` tunes every weight on
    the dev list with mosesrnn's MERT, starting from the tuned ini's weights; ``rerank`` picks the
    test translations (``SYSTEM-runK.rescored.test.hyp``).
@@ -56,12 +56,14 @@ __all__ = ["RoutePlan", "StageFiles", "plan_problems", "run_route", "build_repor
            "compare_with", "dry_run"]
 
 PLAN = "plan.json"
-BASELINE, SYSTEM, RESCORED = "baseline", "system", "rescored"
+BASELINE, SYSTEM, RESCORED, BASELINE_RESCORED = "baseline", "system", "rescored", "baseline-rescored"
+_RESCORED_STAGES = {RESCORED: SYSTEM, BASELINE_RESCORED: BASELINE}  # a rescored stage -> the system it rescores
 
 
 @dataclass(frozen=True)
 class RoutePlan:
-    """What to tune and how (see the module docstring). ``rescoring`` None: no rescoring stage."""
+    """What to tune and how (see the module docstring). ``rescoring`` None: no rescoring stage for the system;
+    ``baseline_rescoring`` None: none for the baseline."""
 
     dev_src: str
     dev_ref: str
@@ -76,10 +78,13 @@ class RoutePlan:
     mert: MertSettings = field(default_factory=MertSettings)
     tokenize: str = "none"
     others: tuple[tuple[str, str], ...] = ()
+    baseline_rescoring: FeatureOptions | None = None
 
     def __post_init__(self):
+        if self.baseline_rescoring and not self.baseline:
+            raise ValueError("rescoring the baseline needs a baseline")
         names = [name for name, _ in self.others]
-        taken = {BASELINE, SYSTEM, RESCORED}
+        taken = {BASELINE, SYSTEM, *_RESCORED_STAGES}
         bad = [name for name in names if name in taken or not name.replace("-", "").replace(".", "").replace(
             "+", "").replace("_", "").isalnum()]
         if bad or len(set(names)) < len(names):
@@ -90,19 +95,30 @@ class RoutePlan:
         """``(name, moses.ini)`` of each system tuned: the baseline first, the system, then the others."""
         return ([(BASELINE, self.baseline)] if self.baseline else []) + [(SYSTEM, self.ini)] + list(self.others)
 
+    def rescoring_of(self, system: str) -> FeatureOptions | None:
+        """The features ``system``'s n-best lists are rescored with, or None."""
+        return {SYSTEM: self.rescoring, BASELINE: self.baseline_rescoring}.get(system)
+
     def record(self) -> dict:
         """What a continued tuning must share with the one it continues: the inputs (absolute, with their sizes)
         and every option that changes a number."""
         files = {name: _file_record(getattr(self, name)) for name in ("dev_src", "dev_ref", "ini", "test_src",
                                                                        "test_ref", "baseline")}
-        rescoring = asdict(self.rescoring) if self.rescoring else None
-        if rescoring:
-            rescoring = {key: value for key, value in rescoring.items() if key not in ("device", "threads")}
-            for key in ("model", "reverse_model", "lm", "vocab"):
-                rescoring[key] = _file_record(rescoring[key])
-        return {"files": files, "runs": self.runs, "rescoring": rescoring, "nbest_size": self.nbest_size,
-                "mert": asdict(self.mert), "tokenize": self.tokenize,
-                "others": {name: _file_record(ini) for name, ini in self.others}}
+        record = {"files": files, "runs": self.runs, "rescoring": _rescoring_record(self.rescoring),
+                  "nbest_size": self.nbest_size, "mert": asdict(self.mert), "tokenize": self.tokenize,
+                  "others": {name: _file_record(ini) for name, ini in self.others}}
+        if self.baseline_rescoring:  # absent otherwise, so that the tunings before it continue
+            record["baseline_rescoring"] = _rescoring_record(self.baseline_rescoring)
+        return record
+
+
+def _rescoring_record(options: FeatureOptions | None) -> dict | None:
+    if options is None:
+        return None
+    record = {key: value for key, value in asdict(options).items() if key not in ("device", "threads")}
+    for key in ("model", "reverse_model", "lm", "vocab"):
+        record[key] = _file_record(record[key])
+    return record
 
 
 def _file_record(path: str | None):
@@ -231,7 +247,8 @@ def _run_system(plan: RoutePlan, tools: MosesTools, system: str, ini: str, run: 
                 log: Callable[[str], None]) -> None:
     files = stage_files(plan, system, run)
     where = f"{system} run {run}/{plan.runs}"
-    rescore = plan.rescoring is not None and system == SYSTEM
+    rescoring = plan.rescoring_of(system)
+    rescore = rescoring is not None
     if not os.path.isfile(files.tuned_ini):
         with _iterations_watch(files.mert_dir, lambda k: log(f"{where}: mert-moses.pl, iteration {k}")):
             run_mert(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir,
@@ -246,13 +263,14 @@ def _run_system(plan: RoutePlan, tools: MosesTools, system: str, ini: str, run: 
         log(f"{where}: decoding the dev set's {plan.nbest_size}-best lists")
         decode(tools, files.tuned_ini, plan.mert.threads, plan.dev_src, files.dev_hyp, files.dev_nbest,
                plan.nbest_size)
-    rescore_run(plan, files, run, lambda message: log(f"{where}: {message}"))
+    rescore_run(plan, rescoring, files, run, lambda message: log(f"{where}: {message}"))
 
 
-def rescore_run(plan: RoutePlan, files: StageFiles, run: int, log: Callable[[str], None]) -> None:
+def rescore_run(plan: RoutePlan, rescoring: FeatureOptions, files: StageFiles, run: int,
+                log: Callable[[str], None]) -> None:
     """The rescoring stages of one run on its dev and test n-best lists (``files.dev_nbest``,
-    ``files.test_nbest``): add the features, tune with mosesrnn's MERT from ``files.tuned_ini`` (seed
-    ``run``), rerank the test list. Each stage is skipped when its file exists."""
+    ``files.test_nbest``): add the features of ``rescoring``, tune with mosesrnn's MERT from
+    ``files.tuned_ini`` (seed ``run``), rerank the test list. Each stage is skipped when its file exists."""
     from mosesrnn.api import score_nbest
     from mosesrnn.tuning.mert import MertOptions
     from mosesrnn.tuning.rerank import rerank
@@ -261,8 +279,8 @@ def rescore_run(plan: RoutePlan, files: StageFiles, run: int, log: Callable[[str
     for listing, source, rescored in ((files.dev_nbest, plan.dev_src, files.dev_rescored),
                                       (files.test_nbest, plan.test_src, files.test_rescored)):
         if not os.path.isfile(rescored):
-            log(f"adding {','.join(plan.rescoring.names())} to {listing}")
-            summary = score_nbest(listing, source, rescored, plan.rescoring)
+            log(f"adding {','.join(rescoring.names())} to {listing}")
+            summary = score_nbest(listing, source, rescored, rescoring)
             _remember_features(files, summary.features, summary.labels)
     if not os.path.isfile(files.weights):
         log(f"mosesrnn mert on {files.dev_rescored}, from the weights of {files.tuned_ini}")
@@ -315,20 +333,21 @@ def build_report(plan: RoutePlan) -> TuningReport:
     shares, MERT's iterations, the decoding speed; and what made them (signatures)."""
     references = read_lines(plan.test_ref)
     stages, signature = [], ""
-    names = [name for name, _ in plan.systems()]
-    if plan.rescoring:
-        names.insert(names.index(SYSTEM) + 1, RESCORED)
+    names = []
+    for name, _ in plan.systems():
+        names += [name] + [stage for stage, system in _RESCORED_STAGES.items()
+                           if system == name and plan.rescoring_of(system)]
     for name in names:
-        system = SYSTEM if name == RESCORED else name
-        runs = [stage_files(plan, system, k) for k in range(1, plan.runs + 1)]
-        hypotheses = [files.rescored_hyp if name == RESCORED else files.test_hyp for files in runs]
+        rescored = name in _RESCORED_STAGES
+        runs = [stage_files(plan, _RESCORED_STAGES.get(name, name), k) for k in range(1, plan.runs + 1)]
+        hypotheses = [files.rescored_hyp if rescored else files.test_hyp for files in runs]
         scores = [file_bleu(path, plan.test_ref, plan.tokenize) for path in hypotheses]
         signature = scores[0][1]
-        shares = _rescored_shares(runs) if name == RESCORED else _column_shares(plan, name, runs)
-        speeds = [decoding_speed(files.test_hyp + ".log") for files in runs] if name != RESCORED else []
+        shares = _rescored_shares(runs) if rescored else _column_shares(plan, name, runs)
+        speeds = [] if rescored else [decoding_speed(files.test_hyp + ".log") for files in runs]
         stages.append(StageResult(
             name=name, about=_about(plan, name), bleu=tuple(score for score, _ in scores), hypotheses=tuple(hypotheses),
-            iterations=tuple(1 if name == RESCORED else iterations(files.mert_dir) for files in runs),
+            iterations=tuple(1 if rescored else iterations(files.mert_dir) for files in runs),
             weight_shares=shares,
             sentences_per_second=sum(speeds) / len(speeds) if speeds and None not in speeds else None))
     dev = {"source": os.path.abspath(plan.dev_src), "reference": os.path.abspath(plan.dev_ref),
@@ -368,8 +387,9 @@ def compare_with(report: TuningReport, reference_stage: str, tokenize: str = "no
 def _about(plan: RoutePlan, name: str) -> str:
     if name == BASELINE:
         return f"{os.path.basename(plan.baseline)} as given"
-    if name == RESCORED:
-        return f"its {plan.nbest_size}-best lists rescored with {','.join(plan.rescoring.names())}"
+    if name in _RESCORED_STAGES:
+        features = ",".join(plan.rescoring_of(_RESCORED_STAGES[name]).names())
+        return f"{_RESCORED_STAGES[name]}'s {plan.nbest_size}-best lists rescored with {features}"
     ini = dict(plan.systems())[name]
     columns = list(_new_columns(plan, ini).values())
     return os.path.basename(ini) + (f" with {', '.join(columns)}" if columns else "")
@@ -452,9 +472,11 @@ def _signatures(plan: RoutePlan) -> dict:
             if sidecar is not None:
                 tables[table.path] = sidecar.signature
     rescoring = []
-    features = stage_files(plan, SYSTEM, 1).prefix + ".rescored.features.json"
-    if plan.rescoring and os.path.isfile(features):
-        rescoring = json.loads(read_bytes(features).decode("utf-8"))["features"]
+    for system in (SYSTEM, BASELINE):
+        features = stage_files(plan, system, 1).prefix + ".rescored.features.json"
+        if plan.rescoring_of(system) and os.path.isfile(features):
+            rescoring += [feature for feature in json.loads(read_bytes(features).decode("utf-8"))["features"]
+                          if feature not in rescoring]
     return {"tables": tables, "rescoring": rescoring,
             "inis": {name: os.path.abspath(ini) for name, ini in plan.systems()}}
 
@@ -465,7 +487,8 @@ def dry_run(plan: RoutePlan, tools: MosesTools, problems: list[str]) -> str:
     lines = [f"# problem: {problem}" for problem in problems]
     lines += [format_command(show_weights_command(tools, ini)) for _, ini in plan.systems()]
     for system, ini in plan.systems():
-        rescore = plan.rescoring is not None and system == SYSTEM
+        rescoring = plan.rescoring_of(system)
+        rescore = rescoring is not None
         for run in range(1, plan.runs + 1):
             files = stage_files(plan, system, run)
             mert = mert_command(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir)
@@ -476,7 +499,7 @@ def dry_run(plan: RoutePlan, tools: MosesTools, problems: list[str]) -> str:
             if rescore:
                 lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.dev_src,
                                                            files.dev_nbest, plan.nbest_size), files.dev_hyp))
-                lines.append(f"# then: mosesrnn nbest ({','.join(plan.rescoring.names())}) on both lists, mosesrnn "
+                lines.append(f"# then: mosesrnn nbest ({','.join(rescoring.names())}) on both lists, mosesrnn "
                              f"mert --init {files.tuned_ini} --seed {run}, mosesrnn rerank -> {files.rescored_hyp}")
     lines.append(f"# then: the report (sacreBLEU tokenize={plan.tokenize}, paired approximate randomisation) in "
                  f"{plan.work_dir}/report.md and report.json")

@@ -117,7 +117,8 @@ def all_commands(group: click.Group = main, prefix: str = "") -> list[tuple[str,
 #: The text parameters that name no file (the others are paths, with a role). A new text parameter fails the
 #: walk below until it is a path (a PathParam) or listed here.
 TEXT_PARAMETERS = {"encoding", "queries", "hidden_dims", "max_time", "resume", "which", "features", "weights",
-                   "feature_name", "labels", "source", "sources", "shard", "others"}
+                   "feature_name", "labels", "source", "sources", "shard", "others",
+                   "against", "baseline_features"}
 #: The API's text arguments that name no file.
 TEXT_ARGUMENTS = {"device", "dtype", "shard", "encoding", "feature_name"}
 

@@ -139,14 +139,14 @@ def test_the_route_tunes_rescores_and_reports_with_significance(tmp_path, fake_m
     assert rescored.p_value == by_hand[1] and rescored.pairs == 9
     assert rescored.delta == pytest.approx(statistics.mean(rescored.bleu) - statistics.mean(base.bleu))
     assert "unk(side=both" in report.signatures["rescoring"][0] and report.sacrebleu.startswith("nrefs:1")
-    assert "| rescored: its 100-best lists rescored with unk |" in result.stdout
+    assert "| rescored: system's 100-best lists rescored with unk |" in result.stdout
     assert (work / "report.md").read_text() == result.stdout
     for run in (1, 2, 3):  # every run's files are kept and named
         for name in (f"system-run{run}.test.hyp", f"system-run{run}.dev.nbest.rescored.gz",
                      f"system-run{run}.rescored.weights", f"system-run{run}.rescored.test.hyp"):
             assert (work / name).is_file(), name
     shown = CliRunner().invoke(main, ["mert-report", str(work)])
-    assert shown.exit_code == 0 and "| rescored: its 100-best lists rescored with unk |" in shown.stdout
+    assert shown.exit_code == 0 and "| rescored: system's 100-best lists rescored with unk |" in shown.stdout
     against = CliRunner().invoke(main, ["mert-report", str(work), "--against", "system"])
     assert against.exit_code == 0 and "| Δ vs system |" in against.stdout
     system_row = next(line for line in against.stdout.splitlines() if line.startswith("| system:"))
@@ -195,6 +195,25 @@ def test_other_systems_climb_the_same_ladder(tmp_path, fake_moses, model):
     again = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--runs", "1", "--also", "baseline",
                                                str(INI)))
     assert again.exit_code == 1 and "other systems need distinct names" in again.output
+
+
+def test_the_baseline_rescored_is_its_own_row(tmp_path, fake_moses, model):
+    """--rescore-baseline: the baseline's n-best lists get features too (Table 1's +CSLM row), compared with the
+    baseline as tuned; the system's rescoring stays as it was."""
+    result = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--runs", "2", "--rescore-baseline",
+                                                "unk"))
+    assert result.exit_code == 0, result.output
+    work = tmp_path / "work"
+    report = read_report(str(work / "report.json"))
+    assert [stage.name for stage in report.stages] == ["baseline", "baseline-rescored", "system", "rescored"]
+    rescored = report.stages[1]
+    assert rescored.hypotheses == tuple(str(work / f"baseline-run{run}.rescored.test.hyp") for run in (1, 2))
+    assert rescored.iterations == (1, 1) and set(rescored.weight_shares) == {"UNK0"} and rescored.pairs == 4
+    assert "| baseline-rescored: baseline's 100-best lists rescored with unk |" in result.stdout
+    args = tune_args(tmp_path, fake_moses, model, "--rescore-baseline", "unk")
+    del args[args.index("--baseline"):args.index("--baseline") + 2]
+    no_baseline = CliRunner().invoke(main, args)
+    assert no_baseline.exit_code == 2 and "--rescore-baseline needs --baseline" in no_baseline.output
 
 
 def test_dry_run_prints_every_command(tmp_path, fake_moses, model):
@@ -282,7 +301,7 @@ def test_help_explains_every_option():
     text = CliRunner().invoke(main, ["tune", "--help"]).output
     for option in ("--work-dir", "--runs", "--threads", "--moses-bin", "--moses-scripts", "--mertdir", "--batch-mira",
                    "--nbest", "--maximum-iterations", "--return-best-dev", "--test-src", "--test-ref", "--baseline",
-                   "--tokenize", "--dry-run", "--rescore", "--lm", "--model", "--reverse-model", "--vocab",
+                   "--tokenize", "--dry-run", "--rescore", "--rescore-baseline", "--lm", "--model", "--reverse-model", "--vocab",
                    "--nbest-size"):
         assert option in text
 

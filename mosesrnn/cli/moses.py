@@ -268,6 +268,9 @@ def _rescoring(features, model, reverse_model, lm, vocab, device, dtype, threads
                    "unk, cslm, rnn, rnn-rev), then tune all weights on the dev lists with mosesrnn's MERT and "
                    "rerank the test lists [default with --lm, -m or --reverse-model: the features of the models "
                    "given].")
+@click.option("--rescore-baseline", "baseline_features", callback=check_feature_names, metavar="FEATURES",
+              help="Rescore the baseline's n-best lists too, with these features (the same models), e.g. cslm: "
+                   "Table 1's +CSLM row, reported as baseline-rescored.")
 @click.option("--lm", type=CSLM_MODEL, help="A CSLM file (`mosesrnn lm train`) for the cslm rescoring feature.")
 @click.option("-m", "--model", type=MODEL,
               help="An RNN Encoder-Decoder file for the rnn rescoring feature (a sentence-level model), or whose "
@@ -297,8 +300,8 @@ def _rescoring(features, model, reverse_model, lm, vocab, device, dtype, threads
                    "(13a for detokenised text).")
 @click.option("--dry-run", is_flag=True, help="Print the commands (and any problems found) without running anything.")
 @QUIET
-def tune(dev_src, dev_ref, ini, test_src, test_ref, baseline, others, work_dir, runs, features, lm, model,
-         reverse_model, vocab, nbest_size, threads, device, dtype, moses_bin, moses_scripts, mertdir, batch_mira, nbest,
+def tune(dev_src, dev_ref, ini, test_src, test_ref, baseline, others, work_dir, runs, features, baseline_features, lm,
+         model, reverse_model, vocab, nbest_size, threads, device, dtype, moses_bin, moses_scripts, mertdir, batch_mira, nbest,
          maximum_iterations, return_best_dev, tokenize, dry_run, quiet):
     """Tune INI on DEV_SRC/DEV_REF with Moses' MERT several times, rescore its n-best lists, and report test
     BLEU with its significance: the route from new columns to a measured gain, in one command.
@@ -306,7 +309,7 @@ def tune(dev_src, dev_ref, ini, test_src, test_ref, baseline, others, work_dir, 
     For each of --runs runs: mert-moses.pl tunes the baseline (if given) and the system; each tuned ini
     decodes the test set; with rescoring features, the system's dev and test n-best lists get them
     (`mosesrnn nbest`), mosesrnn's MERT tunes every weight on the dev lists from the tuned weights, and
-    the test lists are reranked. The report (stdout, WORK_DIR/report.md and report.json; `mosesrnn
+    the test lists are reranked (the baseline's too, with --rescore-baseline). The report (stdout, WORK_DIR/report.md and report.json; `mosesrnn
     mert-report WORK_DIR` shows it again) gives per stage: test BLEU per run, mean ± std, the difference to
     the baseline, sacreBLEU's paired approximate randomisation between the median runs and how many run
     pairs agree at p < 0.05, the new weights' shares of L1, MERT's iterations, decoding speed, and the
@@ -319,10 +322,13 @@ def tune(dev_src, dev_ref, ini, test_src, test_ref, baseline, others, work_dir, 
           --rescore unk,cslm -m $PWD/rnn/best.pt --lm $PWD/lm/best.pt --runs 3 --work-dir tune/
     """
     setup_logging(quiet)
+    if baseline_features and not baseline:
+        raise click.UsageError("--rescore-baseline needs --baseline")
+    models = (model, reverse_model, lm, vocab, device, dtype, threads)
     plan = RoutePlan(dev_src, dev_ref, ini, test_src, test_ref, work_dir, runs, baseline,
-                     _rescoring(features, model, reverse_model, lm, vocab, device, dtype, threads), nbest_size,
+                     _rescoring(features, *models), nbest_size,
                      MertSettings(threads, nbest, maximum_iterations, batch_mira, return_best_dev), tokenize,
-                     tuple(others))
+                     tuple(others), _rescoring(baseline_features, *models) if baseline_features else None)
     tools, missing = find_tools(moses_bin, moses_scripts, mertdir)
     problems = plan_problems(plan, missing)
     if dry_run:
