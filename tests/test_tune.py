@@ -301,8 +301,8 @@ def test_help_explains_every_option():
     text = CliRunner().invoke(main, ["tune", "--help"]).output
     for option in ("--work-dir", "--runs", "--threads", "--moses-bin", "--moses-scripts", "--mertdir", "--batch-mira",
                    "--nbest", "--maximum-iterations", "--return-best-dev", "--test-src", "--test-ref", "--baseline",
-                   "--tokenize", "--dry-run", "--rescore", "--rescore-baseline", "--lm", "--model", "--reverse-model", "--vocab",
-                   "--nbest-size"):
+                   "--tokenize", "--dry-run", "--rescore", "--rescore-baseline", "--lm", "--model", "--reverse-model",
+                   "--vocab", "--nbest-size"):
         assert option in text
 
 

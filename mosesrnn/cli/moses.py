@@ -301,16 +301,16 @@ def _rescoring(features, model, reverse_model, lm, vocab, device, dtype, threads
 @click.option("--dry-run", is_flag=True, help="Print the commands (and any problems found) without running anything.")
 @QUIET
 def tune(dev_src, dev_ref, ini, test_src, test_ref, baseline, others, work_dir, runs, features, baseline_features, lm,
-         model, reverse_model, vocab, nbest_size, threads, device, dtype, moses_bin, moses_scripts, mertdir, batch_mira, nbest,
-         maximum_iterations, return_best_dev, tokenize, dry_run, quiet):
+         model, reverse_model, vocab, nbest_size, threads, device, dtype, moses_bin, moses_scripts, mertdir, batch_mira,
+         nbest, maximum_iterations, return_best_dev, tokenize, dry_run, quiet):
     """Tune INI on DEV_SRC/DEV_REF with Moses' MERT several times, rescore its n-best lists, and report test
     BLEU with its significance: the route from new columns to a measured gain, in one command.
 
     For each of --runs runs: mert-moses.pl tunes the baseline (if given) and the system; each tuned ini
     decodes the test set; with rescoring features, the system's dev and test n-best lists get them
     (`mosesrnn nbest`), mosesrnn's MERT tunes every weight on the dev lists from the tuned weights, and
-    the test lists are reranked (the baseline's too, with --rescore-baseline). The report (stdout, WORK_DIR/report.md and report.json; `mosesrnn
-    mert-report WORK_DIR` shows it again) gives per stage: test BLEU per run, mean ± std, the difference to
+    the test lists are reranked (the baseline's too, with --rescore-baseline). The report (stdout,
+    WORK_DIR/report.md and report.json; `mosesrnn mert-report WORK_DIR` shows it again) gives per stage: test BLEU per run, mean ± std, the difference to
     the baseline, sacreBLEU's paired approximate randomisation between the median runs and how many run
     pairs agree at p < 0.05, the new weights' shares of L1, MERT's iterations, decoding speed, and the
     signatures of what made them. Ctrl-C or a crash loses nothing finished: the same command continues at
