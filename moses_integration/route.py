@@ -11,7 +11,8 @@ columns), the stages are:
    the system (and, with ``baseline_rescoring``, for the baseline: Table 1's +CSLM row): ``dev n-best``
    decodes the dev set's n-best list with the tuned ini; ``features`` adds the features to both lists
    (:func:`mosesrnn.score_nbest`); ``mert n-best`` tunes every weight on the dev list with mosesrnn's
-   MERT, starting from the tuned ini's weights; ``rerank`` picks the test translations (``SYSTEM-runK.rescored.test.hyp``).
+   MERT, starting from the tuned ini's weights; ``rerank`` picks the test translations
+   (``SYSTEM-runK.rescored.test.hyp``).
 
 Every stage writes its files whole or not at all and is skipped when they exist, so the same call
 continues a tuning stopped at any point (a crash, Ctrl-C): a finished decode is never redone, and a
