@@ -312,9 +312,10 @@ def tune(dev_src, dev_ref, ini, test_src, test_ref, baseline, others, work_dir, 
     the test lists are reranked (the baseline's too, with --rescore-baseline). The report (stdout,
     WORK_DIR/report.md and report.json; `mosesrnn mert-report WORK_DIR` shows it again) gives per stage:
     test BLEU per run, mean ± std, the difference to the baseline, sacreBLEU's paired approximate
-    randomisation between the median runs and how many run pairs agree at p < 0.05, the new weights' shares of L1, MERT's iterations, decoding speed, and the
-    signatures of what made them. Ctrl-C or a crash loses nothing finished: the same command continues at
-    the run and stage where it stopped (a stopped MERT run after its last finished iteration).
+    randomisation between the median runs and how many run pairs agree at p < 0.05, the new weights'
+    shares of L1, MERT's iterations, decoding speed, and the signatures of what made them. Ctrl-C or a
+    crash loses nothing finished: the same command continues at the run and stage where it stopped (a
+    stopped MERT run after its last finished iteration).
 
     \b
     Example: the route of README's Table 1
