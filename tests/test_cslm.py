@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import math
 import os
 import shutil
@@ -154,12 +155,47 @@ def test_training_lowers_perplexity_and_self_normalises(tmp_path):
     assert trained.info["valid_ppl"] == pytest.approx(normalised.best["valid_ppl"])
 
 
-def test_training_resumes_exactly(tmp_path):
+def test_nce_training_lowers_perplexity_and_self_normalises(tmp_path):
+    config = dict(corpus=str(CORPUS), valid=str(DEV), preset="small", order=3, vocab_size=500, embed_dim=16,
+                  hidden_dims=(32,), batch_size=64, valid_every=100, max_updates=200, learning_rate=1e-2, threads=1,
+                  quiet=True, estimator="nce", noise_samples=50, output_bias="unigram", dropout=0.1,
+                  lr_decay="linear")
+    result = train_lm(LMTrainConfig(str(tmp_path), **config))
+    assert result.best["valid_ppl"] < 0.8 * result.unigram_ppl
+    assert abs(result.best["log_z_mean"]) < 0.5
+    records = [json.loads(line) for line in open(tmp_path / "train.jsonl")]
+    assert records[0]["recipe"]["estimator"] == "nce" and records[0]["loss"].startswith("NCE")
+
+
+def test_the_moses_preset_trains_with_nce_and_the_others_as_before():
+    moses, small = (LMTrainConfig("x", "corpus", preset=preset) for preset in ("moses", "small"))
+    assert [moses.setting(name) for name in ("estimator", "noise_samples", "batch_size", "learning_rate", "dropout",
+                                             "warmup", "lr_decay", "output_bias")] == \
+        ["nce", 500, 512, 2e-3, 0.3, 100, "linear", "unigram"]
+    assert [small.setting(name) for name in ("estimator", "batch_size", "learning_rate", "dropout", "lr_decay")] == \
+        ["softmax", 128, 1e-3, 0.0, "none"]
+    assert LMTrainConfig("x", "corpus", preset="moses", batch_size=64).setting("batch_size") == 64
+
+
+def test_dropout_changes_training_only():
+    model = CSLM(CSLMConfig(vocab_size=50, order=3, embed_dim=4, hidden_dims=(8,))).eval()
+    torch.nn.init.normal_(model.output.weight)
+    context = torch.randint(0, 50, (5, 2))
+    assert torch.equal(model(context), model(context, dropout=0.5))  # evaluation: no dropout
+    assert not torch.equal(model(context), model.train()(context, dropout=0.5))
+    model.eval()
+    words = torch.tensor([3, 7, 7])
+    torch.testing.assert_close(model(context, words=words), model(context)[:, words])
+
+
+@pytest.mark.parametrize("estimator", ["softmax", "nce"])
+def test_training_resumes_exactly(tmp_path, estimator):
     config = dict(corpus=str(CORPUS), preset="small", order=3, vocab_size=300, embed_dim=8, hidden_dims=(16,),
-                  batch_size=32, valid_every=10, threads=1, quiet=True)
-    straight = train_lm(LMTrainConfig(str(tmp_path / "a"), max_updates=30, **config))
-    train_lm(LMTrainConfig(str(tmp_path / "b"), max_updates=15, **config))
-    resumed = train_lm(LMTrainConfig(str(tmp_path / "b"), max_updates=30, **config))
+                  batch_size=32, valid_every=10, threads=1, quiet=True, estimator=estimator, dropout=0.2,
+                  lr_decay="linear", warmup=5, max_updates=30)
+    straight = train_lm(LMTrainConfig(str(tmp_path / "a"), **config))
+    train_lm(LMTrainConfig(str(tmp_path / "b"), **config), should_stop=lambda updates: updates >= 15)  # a crash
+    resumed = train_lm(LMTrainConfig(str(tmp_path / "b"), **config))
     a, b = (load_language_model(r.last_path).model.state_dict() for r in (straight, resumed))
     for name in a:
         torch.testing.assert_close(a[name], b[name], rtol=0, atol=1e-6)

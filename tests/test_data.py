@@ -147,6 +147,23 @@ def test_subset_and_memory():
     assert pairs.nbytes == 4 * 4 + 4 * 8 + 3 * 4 + 4 * 8
 
 
+def test_bucketed_shuffler_sorts_windows_covers_each_epoch_and_resumes():
+    lengths = np.random.default_rng(0).integers(1, 8, size=103)
+    straight = Shuffler(103, 10, seed=3, lengths=lengths, window=3)
+    epoch = []
+    while straight.epoch == 0 and straight.position < 103:
+        epoch.append(straight.next_batch())
+    assert sorted(np.concatenate(epoch).tolist()) == list(range(103))
+    assert sorted(len(b) for b in epoch) == [3] + [10] * 10
+    assert all((np.diff(lengths[b]) >= 0).all() for b in epoch)  # each minibatch cut from a sorted window
+    assert np.mean([np.ptp(lengths[b]) for b in epoch]) < np.ptp(lengths)
+    halfway = Shuffler(103, 10, seed=3, lengths=lengths, window=3)
+    for _ in range(4):
+        halfway.next_batch()
+    resumed = Shuffler(103, 10, seed=3, epoch=halfway.epoch, position=halfway.position, lengths=lengths, window=3)
+    assert [resumed.next_batch().tolist() for _ in range(len(epoch) - 4)] == [b.tolist() for b in epoch[4:]]
+
+
 def test_shuffler_covers_each_epoch_and_resumes():
     straight = Shuffler(10, 4, seed=3)
     batches = [straight.next_batch() for _ in range(6)]  # sizes 4, 4, 2 per epoch

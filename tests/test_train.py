@@ -82,12 +82,45 @@ def test_writes_checkpoints_log_and_plot(tmp_path):
 
 
 def test_resume_is_identical_to_a_straight_run(tmp_path):
-    straight = train(tiny(tmp_path / "straight", max_updates=40))
-    train(tiny(tmp_path / "resumed", max_updates=20))
-    resumed = train(tiny(tmp_path / "resumed", max_updates=40))
+    # a constant rate: a decay runs to each invocation's --max-updates, which the resumption raises here
+    straight = train(tiny(tmp_path / "straight", max_updates=40, lr_decay="none"))
+    train(tiny(tmp_path / "resumed", max_updates=20, lr_decay="none"))
+    resumed = train(tiny(tmp_path / "resumed", max_updates=40, lr_decay="none"))
     assert resumed.resumed and resumed.updates == 40
     assert_same_weights(weights(straight.last_path), weights(resumed.last_path))
     assert resumed.best_valid_nll == pytest.approx(straight.best_valid_nll, abs=1e-6)
+
+
+def test_the_small_recipe_warms_up_decays_buckets_and_starts_at_the_unigram_bias(tmp_path):
+    config = tiny(tmp_path, max_updates=20)
+    assert [config.setting(name) for name in ("optimizer", "learning_rate", "warmup", "lr_decay", "bucket_window",
+                                              "output_bias")] == ["adam", 1e-2, 300, "linear", 20, "unigram"]
+    paper = tiny(tmp_path, preset="paper")
+    assert [paper.setting(name) for name in ("optimizer", "learning_rate", "warmup", "lr_decay", "bucket_window",
+                                             "output_bias")] == ["adadelta", 1.0, 0, "none", 0, "zero"]
+    other = tiny(tmp_path, optimizer="adadelta")  # the recipe holds for its own optimizer only
+    assert (other.setting("warmup"), other.setting("lr_decay"), other.setting("learning_rate")) == (0, "none", 1.0)
+    train(tiny(tmp_path, max_updates=20, warmup=5))
+    state = torch.load(tmp_path / "state.pt", weights_only=True)
+    assert state["optimizer"]["param_groups"][0]["lr"] == pytest.approx(1e-2 * (1 - 19 / 20))  # the last update's
+    records = [json.loads(line) for line in open(tmp_path / "train.jsonl")]
+    assert records[0]["recipe"]["bucket_window"] == 20
+
+
+def test_the_schedule_by_updates():
+    from mosesrnn.train.loop import Loop, LoopSettings
+    loop = Loop.__new__(Loop)
+    loop.settings, loop.started = LoopSettings(warmup=4, decay="linear", min_lr=0.1, max_updates=10), None
+    factors = []
+    for loop.updates in range(10):
+        factors.append(loop.rate_factor())
+    assert factors == pytest.approx([(u + 1) / 4 * (0.1 + 0.9 * (1 - u / 10)) if u < 4 else 0.1 + 0.9 * (1 - u / 10)
+                                     for u in range(10)])
+    loop.settings = LoopSettings(decay="cosine", max_updates=10)
+    loop.updates = 5
+    assert loop.rate_factor() == pytest.approx(0.5)
+    loop.settings = LoopSettings(decay="linear")  # no end to decay towards: constant
+    assert loop.rate_factor() == 1.0
 
 
 def test_interrupt_saves_and_resumes_exactly(tmp_path):

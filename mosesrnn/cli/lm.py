@@ -39,10 +39,11 @@ def lm() -> None:
               help="Validation text (e.g. the dev set's target side); default: --valid-share of CORPUS, by hash.")
 @click.option("--valid-share", default=0.01, show_default=True, type=click.FloatRange(0, 1, min_open=True,
               max_open=True), help="Share of CORPUS's sentences held out for validation when there is no --valid.")
-@click.option("--preset", type=click.Choice(list(LM_PRESETS)), default="small", show_default=True,
+@click.option("--preset", type=click.Choice(list(LM_PRESETS)), default="moses", show_default=True,
               help="paper = C14's 7-gram, 512-dim embeddings, hidden 1536+1024, 15,000 words (two hidden layers: "
                    "n-best lists only, NPLM misevaluates them in Moses); moses = 7-gram, 192, one hidden layer of "
-                   "512, 15,000 words (for Moses); small = 5-gram, 64, 256, 8,000 words (minutes on a CPU).")
+                   "512, 15,000 words, trained by NCE (for Moses); small = 5-gram, 64, 256, 8,000 words (minutes on a "
+                   "CPU).")
 @click.option("--order", type=click.IntRange(2, MAX_ORDER), help="n of the n-grams [default: the preset's].")
 @click.option("--vocab-size", type=click.IntRange(1), help="Shortlist size [default: the preset's].")
 @click.option("--embed-dim", type=click.IntRange(1), help="Advanced: override the preset's embedding size.")
@@ -50,9 +51,27 @@ def lm() -> None:
 @click.option("--self-norm", default=0.1, show_default=True, type=click.FloatRange(0),
               help="alpha of the (log Z)^2 penalty that makes the raw scores log-probabilities (Devlin et al. "
                    "2014); Moses reads the raw scores.")
-@click.option("--batch-size", default=128, show_default=True, type=click.IntRange(1), help="n-grams per update.")
-@click.option("--learning-rate", default=1e-3, show_default=True, type=click.FloatRange(0, min_open=True),
-              help="Adam's learning rate.")
+@click.option("--batch-size", type=click.IntRange(1), help="n-grams per update [default: the preset's recipe].")
+@click.option("--learning-rate", type=click.FloatRange(0, min_open=True),
+              help="Adam's learning rate [default: the preset's recipe].")
+@click.option("--warmup", type=click.IntRange(0),
+              help="Updates of linear learning-rate warm-up [default: the preset's recipe].")
+@click.option("--lr-decay", type=click.Choice(["none", "linear", "cosine"]),
+              help="Decay the learning rate to --min-lr times it at --max-updates, else at the end of --max-time "
+                   "(without either: none) [default: the preset's recipe].")
+@click.option("--min-lr", default=0.0, show_default=True, type=click.FloatRange(0, 1),
+              help="The decayed rate at the end, as a share of the learning rate.")
+@click.option("--dropout", type=click.FloatRange(0, 1, max_open=True),
+              help="Dropout on the context embeddings and the hidden layer, in training only (the model Moses "
+                   "reads is the same network) [default: the preset's recipe].")
+@click.option("--estimator", type=click.Choice(["softmax", "nce"]),
+              help="softmax = the full softmax with the self-normalisation penalty; nce = noise-contrastive "
+                   "estimation (NPLM's), --noise-samples unigram words shared by each minibatch (--self-norm unused) "
+                   "[default: the preset's recipe].")
+@click.option("--noise-samples", type=click.IntRange(1), help="k of NCE [default: the preset's recipe].")
+@click.option("--output-bias", type=click.Choice(["uniform", "unigram"]),
+              help="The output bias starts at -log V (uniform) or at the log unigram distribution; both start "
+                   "self-normalised [default: the preset's recipe].")
 @click.option("--valid-every", default=2000, show_default=True, type=click.IntRange(1))
 @click.option("--patience", default=5, show_default=True, type=click.IntRange(1),
               help="Stop after this many validations without a lower validation perplexity.")
@@ -64,7 +83,8 @@ def lm() -> None:
 @click.option("--restart", "resume", flag_value="never", help="Ignore a saved run in the directory and start over.")
 @QUIET
 def train(corpus, output_dir, valid, valid_share, preset, order, vocab_size, embed_dim, hidden_dims, self_norm,
-          batch_size, learning_rate, valid_every, patience, max_updates, max_time, device, threads, seed, resume,
+          batch_size, learning_rate, warmup, lr_decay, min_lr, dropout, estimator, noise_samples, output_bias,
+          valid_every, patience, max_updates, max_time, device, threads, seed, resume,
           quiet):
     """Train a CSLM on CORPUS, tokenised target-side sentences (one a line, gzip or not), tokenised exactly as
     the Moses system's target side. Ctrl-C saves; the same command continues.
@@ -83,6 +103,8 @@ def train(corpus, output_dir, valid, valid_share, preset, order, vocab_size, emb
     result = train_lm(LMTrainConfig(output_dir, corpus, valid=valid, valid_share=valid_share, preset=preset,
                                     order=order, vocab_size=vocab_size, embed_dim=embed_dim, hidden_dims=hidden,
                                     self_norm=self_norm, batch_size=batch_size, learning_rate=learning_rate,
+                                    warmup=warmup, lr_decay=lr_decay, min_lr=min_lr, dropout=dropout,
+                                    estimator=estimator, noise_samples=noise_samples, output_bias=output_bias,
                                     valid_every=valid_every, patience=patience, max_updates=max_updates,
                                     max_time=max_time, device=device, threads=threads, seed=seed,
                                     resume=resume or "auto", quiet=quiet))

@@ -47,11 +47,25 @@ from .paths import INPUT, INPUT_FOLDER, MODEL_FOLDER_FILES, output_folder_writin
                    "N x this many).")
 @click.option("--optimizer", type=click.Choice(["adadelta", "adam"]),
               help="[default: the preset's: paper = Adadelta (rho 0.95, eps 1e-6) as in the paper; small = Adam, "
-                   "which reaches the paper recipe's 15-minute perplexity in less than half the time]")
+                   "with the schedule below]")
 @click.option("--learning-rate", type=click.FloatRange(0, min_open=True),
-              help="[default: 1.0 for Adadelta, 3e-3 for Adam]; not scaled with the number of processes.")
+              help="[default: 1.0 for Adadelta; 1e-2 for Adam under the small preset, else 3e-3]; not scaled "
+                   "with the number of processes.")
 @click.option("--clip-norm", type=click.FloatRange(0, min_open=True),
               help="Clip the gradient to this L2 norm (default: no clipping, as in the paper).")
+@click.option("--warmup", type=click.IntRange(0),
+              help="Updates of linear learning-rate warm-up [default: small 300, paper 0].")
+@click.option("--lr-decay", type=click.Choice(["none", "linear", "cosine"]),
+              help="Decay the learning rate to --min-lr times it at --max-updates, else at the end of --max-time "
+                   "(without either: none) [default: small linear, paper none].")
+@click.option("--min-lr", default=0.0, show_default=True, type=click.FloatRange(0, 1),
+              help="The decayed rate at the end, as a share of the learning rate.")
+@click.option("--bucket", "bucket_window", type=click.IntRange(0),
+              help="Length bucketing: sort pairs by length inside windows of N minibatches, then shuffle the "
+                   "minibatches (0: random minibatches, the paper's) [default: small 20, paper 0].")
+@click.option("--output-bias", type=click.Choice(["zero", "unigram"]),
+              help="Start the softmax bias at 0 (the paper) or at the log unigram distribution of the targets "
+                   "[default: small unigram, paper zero].")
 @click.option("--max-updates", type=click.IntRange(1), help="Stop at this many updates in all.")
 @click.option("--max-time", callback=duration, metavar="DURATION",
               help="Stop after this much training time in this invocation, e.g. 90s, 10m, 2h "
@@ -74,7 +88,8 @@ from .paths import INPUT, INPUT_FOLDER, MODEL_FOLDER_FILES, output_folder_writin
 @ENCODING
 @QUIET
 def train(table, corpus, output_dir, preset, encoder, direction, vocab_dir, vocab_size, max_phrase_len, valid_share,
-          valid_size, valid_every, patience, batch_size, optimizer, learning_rate, clip_norm, max_updates, max_time,
+          valid_size, valid_every, patience, batch_size, optimizer, learning_rate, clip_norm, warmup, lr_decay, min_lr,
+          bucket_window, output_bias, max_updates, max_time,
           device, threads, dtype, seed, resume, embed_dim, hidden_dim, maxout_units, output_rank, encoding, quiet):
     """Train the RNN Encoder-Decoder on the unique phrase pairs of TABLE (or on --corpus).
 
@@ -100,7 +115,8 @@ def train(table, corpus, output_dir, preset, encoder, direction, vocab_dir, voca
     config = TrainConfig(output_dir, table=table, corpus=tuple(corpus) if corpus else None, preset=preset,
                          direction=direction, vocab_dir=vocab_dir, vocab_size=vocab_size, max_len=max_phrase_len,
                          encoding=encoding, valid_share=valid_share, valid_size=valid_size, batch_size=batch_size,
-                         optimizer=optimizer, learning_rate=learning_rate, clip_norm=clip_norm,
+                         optimizer=optimizer, learning_rate=learning_rate, clip_norm=clip_norm, warmup=warmup,
+                         lr_decay=lr_decay, min_lr=min_lr, bucket_window=bucket_window, output_bias=output_bias,
                          valid_every=valid_every, patience=patience, max_updates=max_updates, max_time=max_time,
                          device=device, threads=threads, dtype=dtype, seed=seed, model_overrides=overrides,
                          resume=resume or "auto", quiet=quiet)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-__all__ = ["MAX_ORDER", "LM_PRESETS", "CSLMConfig", "lm_config"]
+__all__ = ["MAX_ORDER", "LM_PRESETS", "LM_RECIPES", "LM_PLAIN_RECIPE", "CSLMConfig", "lm_config"]
 
 #: The longest n-gram Moses' language-model features hold (moses/TypeDef.h: MAX_NGRAM_SIZE).
 MAX_ORDER = 20
@@ -20,6 +20,20 @@ LM_PRESETS = {
     "moses": dict(order=7, embed_dim=192, hidden_dims=(512,), shortlist=15000),
     # Trains in minutes on a CPU; one hidden layer, so it goes into Moses too.
     "small": dict(order=5, embed_dim=64, hidden_dims=(256,), shortlist=8000),
+}
+
+#: How each preset trains (``mosesrnn lm train`` options; an option given overrides its part); see
+#: docs/cslm.md for the measurements. A decay runs to the end of --max-time or --max-updates.
+LM_PLAIN_RECIPE = dict(batch_size=128, learning_rate=1e-3, warmup=0, lr_decay="none", dropout=0.0,
+                       estimator="softmax", noise_samples=100, output_bias="uniform")
+LM_RECIPES = {
+    "paper": dict(LM_PLAIN_RECIPE),
+    # NCE (k = 500 unigram noise words shared by a minibatch of 512): 5.7x the n-grams/s of the full softmax on
+    # one CPU core, at least as good per n-gram, and self-normalised by itself; dropout 0.3 for the many
+    # epochs that buys; Adam 2e-3, 100 updates of warm-up, a linear decay to 0 at the end of --max-time.
+    "moses": dict(batch_size=512, learning_rate=2e-3, warmup=100, lr_decay="linear", dropout=0.3,
+                  estimator="nce", noise_samples=500, output_bias="unigram"),
+    "small": dict(LM_PLAIN_RECIPE),
 }
 
 

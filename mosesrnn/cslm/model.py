@@ -48,13 +48,21 @@ class CSLM(nn.Module):
         """Number of trainable scalars."""
         return sum(p.numel() for p in self.parameters())
 
-    def hidden_state(self, context: Tensor) -> Tensor:
-        """The last hidden layer for contexts (B, n-1) of word ids, oldest first; shape (B, H)."""
+    def hidden_state(self, context: Tensor, dropout: float = 0.0) -> Tensor:
+        """The last hidden layer for contexts (B, n-1) of word ids, oldest first; shape (B, H).
+
+        ``dropout`` drops the concatenated embeddings and each hidden layer's output in training mode only
+        (inverted dropout: in evaluation, or at 0, the network is exactly the one NPLM evaluates)."""
+        drop = (lambda x: nn.functional.dropout(x, dropout)) if dropout and self.training else (lambda x: x)
         x = self.embed(context).flatten(1)  # (B, (n-1)E)
         for layer in self.hidden:
-            x = torch.relu(layer(x))
-        return x
+            x = torch.relu(layer(drop(x)))
+        return drop(x)
 
-    def forward(self, context: Tensor) -> Tensor:
-        """Unnormalised scores of every word after each context, shape (B, V)."""
-        return self.output(self.hidden_state(context))
+    def forward(self, context: Tensor, dropout: float = 0.0, words: Tensor | None = None) -> Tensor:
+        """Unnormalised scores after each context (B, n-1): of every word, shape (B, V), or of the word ids
+        ``words`` (W,) only, shape (B, W) (for sampled estimators such as NCE)."""
+        hidden = self.hidden_state(context, dropout)
+        if words is None:
+            return self.output(hidden)
+        return nn.functional.linear(hidden, self.output.weight[words], self.output.bias[words])

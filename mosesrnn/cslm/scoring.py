@@ -23,13 +23,13 @@ from .data import BOS, NgramSet, ngrams
 from .model import CSLM
 from .model_file import TrainedLM
 
-__all__ = ["MOSES_FLOOR", "sentence_scores", "NgramStats", "ngram_stats", "text_stats"]
+__all__ = ["MOSES_FLOOR", "position_scores", "sentence_scores", "NgramStats", "ngram_stats", "text_stats"]
 
 MOSES_FLOOR = -100.0  # Moses' FloorScore: a log-probability is never below this
 
 
 @torch.inference_mode()
-def _position_scores(model: CSLM, data: NgramSet, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+def position_scores(model: CSLM, data: NgramSet, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
     """(score, log Z) of every position, float64 arrays (N,).
 
     Each distinct context goes through the network once (log Z and every word's score depend on the
@@ -61,7 +61,7 @@ def sentence_scores(trained: TrainedLM, sentences: Sequence[str], normalized: bo
     """
     vocabulary, order = trained.codec.vocabulary, trained.model.config.order
     data = ngrams((trained.codec.ids(text) for text in sentences), order, vocabulary.stoi[BOS])
-    scores, log_z = _position_scores(trained.model, data, batch_size)
+    scores, log_z = position_scores(trained.model, data, batch_size)
     per_token = scores - log_z if normalized else np.maximum(scores, MOSES_FLOOR)
     ends = np.cumsum([len(trained.codec.ids(text)) + 1 for text in sentences])
     return [float(total) for total in np.add.reduceat(per_token, np.r_[0, ends[:-1]])] if len(sentences) else []
@@ -91,7 +91,7 @@ class NgramStats:
 
 def ngram_stats(model: CSLM, data: NgramSet, batch_size: int = 1024) -> NgramStats:
     """:class:`NgramStats` of the examples of ``data``."""
-    scores, log_z = _position_scores(model, data, batch_size)
+    scores, log_z = position_scores(model, data, batch_size)
     nll = log_z - scores
     known = data.tokens[data.positions] != UNK_ID
     return NgramStats(len(data), float(nll.mean()), float(1 - known.mean()),

@@ -22,18 +22,19 @@ import torch
 from ..runtime.devices import resolve_device
 from ..text.codec import Codec
 from ..text.tokenizers import MosesWords
-from ..train.loop import BEST, LAST, Loop, LoopSettings, RunConfig, Validation, begin_run
-from .config import LM_PRESETS, lm_config
+from ..train.loop import BEST, LAST, Loop, LoopSettings, RunConfig, Validation, adam, begin_run
+from .config import LM_PLAIN_RECIPE, LM_PRESETS, LM_RECIPES, lm_config
 from .data import LMData, load_lm_data, unigram_perplexity
 from .model import CSLM
 from .model_file import load_language_model, save_language_model
 from .scoring import ngram_stats
 
-__all__ = ["LMTrainConfig", "LMTrainResult", "CSLMTask", "train_lm", "LM_LOSS"]
+__all__ = ["LMTrainConfig", "LMTrainResult", "CSLMTask", "train_lm", "LM_LOSS", "LM_NCE_LOSS"]
 
 log = logging.getLogger("mosesrnn")
 
 LM_LOSS = "mean NLL per token (nats) + self_norm * mean (log Z)^2"
+LM_NCE_LOSS = "NCE: mean over tokens of -log s(target) - sum over the k shared noise words of log (1 - s(noise))"
 _FREE_ON_RESUME = {"output_dir", "max_updates", "max_time", "device", "threads", "quiet", "resume", "patience"}
 
 
@@ -45,14 +46,22 @@ class LMTrainConfig(RunConfig):
     corpus: str
     valid: str | None = None
     valid_share: float = 0.01
-    preset: str = "small"
+    preset: str = "moses"
     order: int | None = None  # default: the preset's
     vocab_size: int | None = None  # default: the preset's shortlist
     embed_dim: int | None = None
     hidden_dims: tuple[int, ...] | None = None
     self_norm: float = 0.1
-    batch_size: int = 128
-    learning_rate: float = 1e-3
+    # how it trains; None: the preset's recipe (LM_RECIPES), see `setting`
+    batch_size: int | None = None
+    learning_rate: float | None = None
+    warmup: int | None = None  # updates of linear learning-rate warm-up
+    lr_decay: str | None = None  # none | linear | cosine, to min_lr x the rate at max_updates or max_time
+    min_lr: float = 0.0
+    dropout: float | None = None  # on the embeddings and the hidden layer, in training only
+    estimator: str | None = None  # softmax (full, + self-normalisation penalty) | nce (noise_samples shared)
+    noise_samples: int | None = None
+    output_bias: str | None = None  # uniform (-log V) | unigram (log of the training unigram distribution)
     valid_every: int = 2000
     patience: int = 5
     max_updates: int | None = None
@@ -69,6 +78,16 @@ class LMTrainConfig(RunConfig):
     def __post_init__(self):
         if self.preset not in LM_PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; choose one of: {', '.join(LM_PRESETS)}")
+        if self.setting("estimator") not in ("softmax", "nce") or self.setting("output_bias") not in ("uniform",
+                                                                                                     "unigram"):
+            raise ValueError(f"unknown estimator {self.estimator!r} or output_bias {self.output_bias!r}")
+        if not 0 <= self.setting("dropout") < 1 or self.setting("noise_samples") < 1 or self.setting("batch_size") < 1:
+            raise ValueError("dropout must be in [0, 1), noise_samples and batch_size positive")
+
+    def setting(self, name: str):
+        """A training option: the one given, else the preset's recipe's (:data:`LM_RECIPES`)."""
+        given = getattr(self, name)
+        return given if given is not None else LM_RECIPES.get(self.preset, LM_PLAIN_RECIPE)[name]
 
 
 @dataclass
@@ -103,6 +122,13 @@ class CSLMTask:
             self.model = CSLM(lm_config(config.preset, len(data.vocabulary), order=config.order,
                                         embed_dim=config.embed_dim, hidden_dims=config.hidden_dims,
                                         self_norm=config.self_norm))
+        # the training targets' unigram distribution: NCE's noise, and the output bias' start if asked
+        counts = np.bincount(data.train.tokens[data.train.positions], minlength=len(data.vocabulary))
+        self.noise = torch.from_numpy(counts / counts.sum()).float().to(self.device)  # (V,)
+        if model is None and config.setting("output_bias") == "unigram":
+            with torch.no_grad():  # log sum exp(bias) = 0: the model starts at the unigram model, self-normalised
+                self.model.output.bias.copy_(torch.from_numpy(np.log((counts + 1e-3) / (counts + 1e-3).sum())))
+        self.loss_definition = LM_NCE_LOSS if config.setting("estimator") == "nce" else LM_LOSS
         self.model.to(self.device).train()
         self.network = self.model
         self.train_size = len(data.train)
@@ -110,14 +136,30 @@ class CSLMTask:
 
     def optimizer(self) -> torch.optim.Optimizer:
         """Adam with the configured learning rate."""
-        return torch.optim.Adam(self.model.parameters(), lr=self.config.learning_rate)
+        return adam(self.model.parameters(), self.config.setting("learning_rate"))
 
     def loss(self, index: np.ndarray) -> torch.Tensor:
-        """Mean NLL per token plus alpha times the mean squared log-normaliser."""
+        """Mean NLL per token plus alpha times the mean squared log-normaliser (``softmax``), or NCE's loss."""
         context, targets = self.data.train.batch(index, self.device)
-        scores = self.network(context)  # (B, V)
+        if self.config.setting("estimator") == "nce":
+            return self._nce_loss(context, targets)
+        scores = self.network(context, self.config.setting("dropout"))  # (B, V)
         score, log_z = scores.gather(1, targets[:, None])[:, 0], scores.logsumexp(1)
         return (log_z - score).mean() + self.model.config.self_norm * log_z.square().mean()
+
+    def _nce_loss(self, context: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Noise-contrastive estimation (Mnih & Teh 2012; NPLM's): the raw score is taken as log p (log Z = 0)
+        and trained to tell each target from k words of the unigram noise q; the k noise words are drawn
+        once per minibatch and shared by its rows (one (B, B + k) matmul instead of the (B, V) softmax)."""
+        k = self.config.setting("noise_samples")
+        noise = torch.multinomial(self.noise, k, replacement=True)  # (k,)
+        scores = self.network(context, self.config.setting("dropout"), words=torch.cat([targets, noise]))  # (B, B + k)
+        rows = torch.arange(len(targets), device=targets.device)
+        log_kq = torch.log(self.noise * k)  # (V,)
+        target_logit = scores[rows, rows] - log_kq[targets]  # (B,)
+        noise_logit = scores[:, len(targets):] - log_kq[noise]  # (B, k)
+        return -(torch.nn.functional.logsigmoid(target_logit)
+                 + torch.nn.functional.logsigmoid(-noise_logit).sum(1)).mean()
 
     def data_fingerprint(self) -> str:
         """The n-grams' count and a hash of their tokens (the ranks of a torchrun run compare it)."""
@@ -138,7 +180,8 @@ class CSLMTask:
     def info(self) -> dict:
         """The model file's facts besides the loop's."""
         return {"preset": self.config.preset, "unigram_ppl": self.unigram_ppl, "data": self.data.description,
-                "loss": LM_LOSS, "train_ngrams": len(self.data.train), "valid_ngrams": len(self.data.valid),
+                "loss": self.loss_definition, "train_ngrams": len(self.data.train),
+                "valid_ngrams": len(self.data.valid),
                 "coverage": self.data.coverage, **self.config.model_info}
 
     def save_model(self, path: str, info: dict) -> None:
@@ -156,22 +199,28 @@ def train_lm(config: LMTrainConfig, should_stop=None) -> LMTrainResult:
     vocabulary = saved.codec.vocabulary if saved else None
     data = load_lm_data(config.corpus, order=config.order or preset["order"],
                         vocab_size=config.vocab_size or preset["shortlist"], valid=config.valid,
-                        valid_share=config.valid_share, batch_size=config.batch_size, encoding=config.encoding,
-                        vocabulary=vocabulary)
+                        valid_share=config.valid_share, batch_size=config.setting("batch_size"),
+                        encoding=config.encoding, vocabulary=vocabulary)
     log.info("%s: %d training and %d validation n-grams, read in %.0f s; the %d-word shortlist covers %.1f%% of "
              "the words", data.description, len(data.train), len(data.valid), time.monotonic() - started,
              len(data.vocabulary), 100 * data.coverage)
     task = CSLMTask(config, data, saved.model if saved else None, device)
-    settings = LoopSettings(batch_size=config.batch_size, valid_every=config.valid_every, patience=config.patience,
+    settings = LoopSettings(batch_size=config.setting("batch_size"), valid_every=config.valid_every,
+                            patience=config.patience,
                             max_updates=config.max_updates, max_time=config.max_time, clip_norm=config.clip_norm,
+                            warmup=config.setting("warmup"), decay=config.setting("lr_decay"), min_lr=config.min_lr,
                             seed=config.seed, quiet=config.quiet, plot_unit="token", ranks=ranks)
     loop = Loop(task, settings, config.output_dir, config.to_dict(), state)
     shape = task.model.config
-    log.info("CSLM: %s preset, %d-gram, %d-dim embeddings, hidden %s, %d parameters, device %s, %d threads; loss: %s",
+    recipe = {name: config.setting(name) for name in LM_PLAIN_RECIPE}
+    log.info("CSLM: %s preset, %d-gram, %d-dim embeddings, hidden %s, %d parameters, device %s, %d threads; %s; "
+             "loss: %s",
              config.preset, shape.order, shape.embed_dim, "+".join(map(str, shape.hidden_dims)),
-             task.model.num_parameters(), task.device, torch.get_num_threads(), LM_LOSS)
+             task.model.num_parameters(), task.device, torch.get_num_threads(),
+             ", ".join(f"{name} {value}" for name, value in recipe.items()), task.loss_definition)
     loop.log.write("start", resumed=loop.resumed, update=loop.updates, parameters=task.model.num_parameters(),
-                   loss=LM_LOSS, data=data.description, unigram_ppl=task.unigram_ppl, config=config.to_dict())
+                   loss=task.loss_definition, data=data.description, unigram_ppl=task.unigram_ppl,
+                   config=config.to_dict(), recipe=recipe)
     result = loop.run(should_stop)
     best = result.best.record if result.best else None
     log.info("stopped (%s) after %d updates: %s; %.0f n-grams/s", result.stop_reason, result.updates,

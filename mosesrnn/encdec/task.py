@@ -1,8 +1,8 @@
 """Training the RNN Encoder-Decoder as in Cho et al. (2014), Sec. 4.1.1.
 
 The paper's recipe: Adadelta (rho = 0.95, eps = 1e-6) on minibatches of 64 randomly drawn unique
-phrase pairs (``--preset paper``; the ``small`` preset trains with Adam, faster to a perplexity,
-see :data:`RECIPES`). The
+phrase pairs (``--preset paper``; the ``small`` preset trains with Adam and a schedule, faster to a
+perplexity, see :data:`RECIPES`). The
 loss is the mean over the batch of each pair's summed token negative log-likelihood (nats per
 pair, EOS included). Every ``valid_every`` updates the held-out pairs are scored (NLL per pair,
 perplexity per token and per Moses word + EOS, which compares across segmentations). The loop
@@ -26,7 +26,7 @@ from ..formats.phrase_table import count_scores
 from ..runtime.devices import resolve_device
 from ..runtime.progress import Progress
 from ..text.subwords import load_vocab_dir, save_vocab_dir
-from ..train.loop import BEST, LAST, Loop, LoopSettings, RunConfig, Validation, begin_run
+from ..train.loop import BEST, LAST, Loop, LoopSettings, RunConfig, Validation, adam, begin_run
 from .config import EOS_ID, PAD_ID, model_config, preset_shortlist
 from .data import PairSet, TrainingData, load_corpus, load_table
 from .direction import SOURCE_TO_TARGET, orient
@@ -43,9 +43,17 @@ VOCAB_DIR = "vocab"
 RESUME_MODES = ("auto", "require", "never")
 #: Optimizers and their default learning rates. Adadelta (rho 0.95, eps 1e-6) is the paper's (Sec. 4.1.1).
 OPTIMIZERS = {"adadelta": 1.0, "adam": 3e-3}
-#: Each preset's optimizer: the paper's recipe under `paper`; Adam under `small`, which reaches the perplexity
-#: the paper's recipe reaches in 15 minutes in less than half the time (docs/performance.md).
-RECIPES = {"paper": "adadelta", "small": "adam"}
+#: Each preset's training recipe; an option given overrides its part. `paper`: the paper's Adadelta on random
+#: minibatches. `small`: Adam at 1e-2 with 300 updates of warm-up and a linear decay to 0 at the end of the run
+#: (--max-time or --max-updates; a constant rate without either), pairs bucketed by length in windows of 20
+#: minibatches, the softmax bias started at the targets' log unigram distribution (docs/performance.md).
+RECIPES = {
+    "paper": dict(optimizer="adadelta"),
+    "small": dict(optimizer="adam", learning_rate=1e-2, warmup=300, lr_decay="linear", bucket_window=20,
+                  output_bias="unigram"),
+}
+#: What a recipe leaves out: no warm-up, decay or bucketing, the bias at 0, the optimizer's own rate.
+_PLAIN = dict(optimizer="adadelta", warmup=0, lr_decay="none", bucket_window=0, output_bias="zero")
 # Options that may differ between a run and its resumption.
 _FREE_ON_RESUME = {"output_dir", "vocab_dir", "max_updates", "max_time", "device", "threads", "dtype", "bf16",
                    "quiet", "resume", "patience", "valid_batch_size"}
@@ -70,6 +78,12 @@ class TrainConfig(RunConfig):
     optimizer: str | None = None  # default: the preset's recipe (RECIPES)
     learning_rate: float | None = None  # default: the optimizer's in the recipe
     clip_norm: float | None = None
+    # the schedule, data order and bias start; None: the preset's recipe (RECIPES), see `setting`
+    warmup: int | None = None  # updates of linear learning-rate warm-up
+    lr_decay: str | None = None  # none | linear | cosine, to min_lr x the rate at max_updates or max_time
+    min_lr: float = 0.0
+    bucket_window: int | None = None  # sort pairs by length inside windows of this many minibatches (0: off)
+    output_bias: str | None = None  # zero | unigram: the softmax bias starts at the log unigram distribution
     valid_every: int = 1000
     valid_batch_size: int = 256
     patience: int = 10
@@ -95,8 +109,26 @@ class TrainConfig(RunConfig):
             raise ValueError(f"clip_norm must be positive, got {self.clip_norm}")
         if self.dtype not in ("fp32", "bf16"):
             raise ValueError(f"dtype must be fp32 or bf16 for training, not {self.dtype!r}")
+        if self.lr_decay not in (None, "none", "linear", "cosine") or self.output_bias not in (None, "zero", "unigram"):
+            raise ValueError(f"unknown lr_decay {self.lr_decay!r} or output_bias {self.output_bias!r}")
         if self.optimizer is not None and self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
+
+    def setting(self, name: str):
+        """The value of a recipe option: the one given, else the preset's recipe's, else the plain default
+        (no warm-up, decay or bucketing, the bias at 0, the optimizer's own rate). A recipe holds for its
+        optimizer: with another one (``--optimizer``) the plain defaults apply."""
+        given = getattr(self, name)
+        if given is not None:
+            return given
+        recipe = RECIPES.get(self.preset, {})
+        if name == "optimizer":
+            return recipe.get("optimizer", _PLAIN["optimizer"])
+        if self.setting("optimizer") != recipe.get("optimizer"):  # another optimizer: none of the recipe
+            recipe = {}
+        if name == "learning_rate":
+            return recipe.get("learning_rate", OPTIMIZERS[self.setting("optimizer")])
+        return recipe.get(name, _PLAIN[name])
 
 
 @dataclass
@@ -119,14 +151,22 @@ class TrainResult:
     best_valid_word_ppl: float  # per Moses word + EOS: comparable across tokenizers
 
 
-def unigram_perplexity(train: PairSet, valid: PairSet, vocab_size: int) -> float:
-    """Per-token perplexity on ``valid`` of a target-word unigram model estimated on ``train``.
+def unigram_log_probs(train: PairSet, vocab_size: int) -> np.ndarray:
+    """log p(y) of the add-one unigram model of ``train``'s target tokens, float64 (K,).
 
-    Add-one smoothing over the target vocabulary: UNK, EOS and the shortlist (PAD never occurs).
+    Add-one smoothing over the target vocabulary: UNK, EOS and the shortlist (PAD never occurs;
+    it gets the log-probability of an unseen word, which keeps the sum of the others below 1).
     """
     counts = np.bincount(train.trg_ids, minlength=vocab_size).astype(np.float64)  # (K,)
     counts[EOS_ID] += len(train)
-    log_p = np.log(counts + 1.0) - math.log(counts.sum() - counts[PAD_ID] + vocab_size - 1)
+    counts[PAD_ID] = 0
+    return np.log(counts + 1.0) - math.log(counts.sum() + vocab_size - 1)
+
+
+def unigram_perplexity(train: PairSet, valid: PairSet, vocab_size: int) -> float:
+    """Per-token perplexity on ``valid`` of a target-word unigram model estimated on ``train``
+    (:func:`unigram_log_probs`)."""
+    log_p = unigram_log_probs(train, vocab_size)
     total = log_p[valid.trg_ids].sum() + len(valid) * log_p[EOS_ID]
     return math.exp(-total / valid.target_tokens())
 
@@ -176,6 +216,12 @@ class EncoderDecoderTask:
         self.train_size = len(data.train)
         self.table_scores = count_scores(config.table, config.encoding) if config.table else None
         self.unigram_ppl = unigram_perplexity(data.train, data.valid, self.model.config.trg_vocab_size)
+        if config.setting("output_bias") == "unigram" and not resumed and hasattr(self.model.decoder, "G_l"):
+            with torch.no_grad():  # p(y) at the start = the add-one unigram distribution of the targets
+                self.model.decoder.G_l.bias.copy_(torch.from_numpy(
+                    unigram_log_probs(data.train, self.model.config.trg_vocab_size)))
+        # the length of each training pair, for length bucketing (source first, then target)
+        self.lengths = np.diff(data.train.src_offsets) * 1024 + np.diff(data.train.trg_offsets)
 
     def _model(self, resumed: bool) -> EncoderDecoder:
         path = os.path.join(self.config.output_dir, LAST)
@@ -188,15 +234,14 @@ class EncoderDecoderTask:
 
     def recipe(self) -> tuple[str, float]:
         """The optimizer and learning rate: the options', else the preset's recipe."""
-        name = self.config.optimizer or RECIPES.get(self.config.preset, "adadelta")
-        return name, self.config.learning_rate or OPTIMIZERS[name]
+        return self.config.setting("optimizer"), self.config.setting("learning_rate")
 
     def optimizer(self) -> torch.optim.Optimizer:
         """Adadelta (rho 0.95, eps 1e-6) as in the paper (Sec. 4.1.1), or Adam."""
         name, rate = self.recipe()
         if name == "adadelta":
             return torch.optim.Adadelta(self.model.parameters(), lr=rate, rho=0.95, eps=1e-6)
-        return torch.optim.Adam(self.model.parameters(), lr=rate)
+        return adam(self.model.parameters(), rate)
 
     def loss(self, index: np.ndarray) -> torch.Tensor:
         """The mean over the minibatch of each pair's summed token NLL.
@@ -276,20 +321,26 @@ def train(config: TrainConfig, should_stop=None) -> TrainResult:
     task = EncoderDecoderTask(config, data, state is not None, device)
     settings = LoopSettings(batch_size=config.batch_size, valid_every=config.valid_every, patience=config.patience,
                             max_updates=config.max_updates, max_time=config.max_time, clip_norm=config.clip_norm,
-                            seed=config.seed, quiet=config.quiet, ranks=ranks)
+                            warmup=config.setting("warmup"), decay=config.setting("lr_decay"), min_lr=config.min_lr,
+                            bucket_window=config.setting("bucket_window"), seed=config.seed, quiet=config.quiet,
+                            ranks=ranks)
     loop = Loop(task, settings, config.output_dir, config.to_dict(), state)
     optimizer, rate = task.recipe()
-    log.info("model: %s preset, %s encoder, %d parameters, %s, device %s%s, %d threads, %s (lr %g), batch %d%s; "
-             "loss: %s", config.preset, task.model.config.encoder, task.model.num_parameters(), config.direction,
-             task.device, " (bf16 autocast)" if config.dtype == "bf16" else "", torch.get_num_threads(), optimizer,
-             rate,
-             config.batch_size * ranks.world, f" ({ranks.world} processes x {config.batch_size})"
-             if ranks.world > 1 else "", LOSS_DEFINITION)
+    log.info("model: %s preset, %s encoder, %d parameters, %s, device %s%s, %d threads, %s (lr %g, warm-up %d, "
+             "decay %s), batch %d%s, bucketing %d, output bias %s; loss: %s", config.preset, task.model.config.encoder,
+             task.model.num_parameters(), config.direction, task.device,
+             " (bf16 autocast)" if config.dtype == "bf16" else "", torch.get_num_threads(), optimizer, rate,
+             settings.warmup, settings.decay, config.batch_size * ranks.world,
+             f" ({ranks.world} processes x {config.batch_size})" if ranks.world > 1 else "", settings.bucket_window,
+             config.setting("output_bias"), LOSS_DEFINITION)
     log.info("unigram baseline: validation perplexity %.1f per token; %.2f output tokens per word",
              task.unigram_ppl, data.valid.target_tokens() / max(data.valid_words + len(data.valid), 1))
+    recipe = {name: config.setting(name) for name in ("optimizer", "learning_rate", "warmup", "lr_decay",
+                                                      "bucket_window", "output_bias")}
     loop.log.write("start", resumed=loop.resumed, update=loop.updates, parameters=task.model.num_parameters(),
                    loss=LOSS_DEFINITION, data=data.description, train_pairs=len(data.train),
-                   valid_pairs=len(data.valid), unigram_ppl=task.unigram_ppl, config=config.to_dict())
+                   valid_pairs=len(data.valid), unigram_ppl=task.unigram_ppl, config=config.to_dict(),
+                   recipe=recipe)
     result = loop.run(should_stop)
     best = result.best.record if result.best else dict.fromkeys(task.validation_keys, math.inf)
     log.info("stopped (%s) after %d updates, epoch %d: best validation NLL %.3f per pair, perplexity %.2f "

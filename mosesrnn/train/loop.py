@@ -38,8 +38,8 @@ from .distributed import Ranks, any_rank, broadcast, same_data
 from .log import TrainLog
 from .shuffler import Shuffler
 
-__all__ = ["RunConfig", "begin_run", "Task", "Validation", "LoopSettings", "LoopResult", "Loop", "STATE", "BEST",
-           "LAST", "load_state", "seed_everything"]
+__all__ = ["RunConfig", "begin_run", "adam", "Task", "Validation", "LoopSettings", "LoopResult", "Loop", "STATE",
+           "BEST", "LAST", "load_state", "seed_everything"]
 
 log = logging.getLogger("mosesrnn")
 
@@ -104,6 +104,16 @@ class LoopSettings:
     max_updates: int | None = None
     max_time: float | None = None  # seconds of training in this invocation
     clip_norm: float | None = None
+    #: learning-rate schedule: linear warm-up over ``warmup`` updates, then ``decay`` ("none", "linear" or
+    #: "cosine") from the optimizer's rate down to ``min_lr`` times it at the run's end: ``max_updates``
+    #: if given, else the end of this invocation's ``max_time`` (on the clock that stops it, validations
+    #: included; a time-based run is not bit-for-bit reproducible, and a resumed one decays anew)
+    warmup: int = 0
+    decay: str = "none"
+    min_lr: float = 0.0
+    #: length bucketing: sort the examples by the task's ``lengths`` inside windows of this many
+    #: minibatches, then shuffle the minibatches (0: plain random minibatches)
+    bucket_window: int = 0
     seed: int = 1
     quiet: bool = False
     plot_unit: str = "pair"  # the loss curve's y axis: NLL per <plot_unit>
@@ -147,6 +157,16 @@ def begin_run(config, free: set[str]) -> tuple[Ranks, str, dict | None]:
     return ranks, device, state
 
 
+def adam(parameters, rate: float) -> torch.optim.Optimizer:
+    """Adam with its fused kernel where torch has one for the parameters' device (CPU since torch 2.4:
+    the same update, fewer passes over the weights), else the plain one."""
+    parameters = list(parameters)
+    try:
+        return torch.optim.Adam(parameters, lr=rate, fused=True)
+    except (RuntimeError, TypeError):
+        return torch.optim.Adam(parameters, lr=rate)
+
+
 def seed_everything(seed: int) -> None:
     """Seed torch, numpy and Python's generator (a fresh run; a resumed one restores them)."""
     torch.manual_seed(seed)
@@ -188,6 +208,8 @@ class Loop:
             from torch.nn.parallel import DistributedDataParallel
             task.network = DistributedDataParallel(task.model)
         self.optimizer = task.optimizer()
+        self.base_rates = [group["lr"] for group in self.optimizer.param_groups]
+        self.started = None  # when this invocation's updates began (the time-based decay's clock)
         if state:
             self.optimizer.load_state_dict(state["optimizer"])
             _set_rng_state(state["rng"])
@@ -199,8 +221,10 @@ class Loop:
         self.loss_sum, self.loss_count = state.get("loss_sum", 0.0), state.get("loss_count", 0)
         self.last_valid_update = state.get("last_valid_update", -1)
         # one global minibatch of world x batch_size examples; each rank trains on its share
+        lengths = getattr(task, "lengths", None) if settings.bucket_window else None
         self.shuffler = Shuffler(task.train_size, settings.batch_size * self.ranks.world, settings.seed,
-                                 state.get("epoch", 0), state.get("position", 0))
+                                 state.get("epoch", 0), state.get("position", 0), lengths=lengths,
+                                 window=settings.bucket_window)
         self.log = TrainLog(self.path("train.jsonl"), self.path("loss.png"), fresh=not self.resumed,
                             unit=settings.plot_unit, writes=self.ranks.main)
 
@@ -214,6 +238,9 @@ class Loop:
         loss.backward()  # DistributedDataParallel averages the gradients of the ranks here
         if self.settings.clip_norm:
             torch.nn.utils.clip_grad_norm_(self.task.model.parameters(), self.settings.clip_norm)
+        factor = self.rate_factor()
+        for group, rate in zip(self.optimizer.param_groups, self.base_rates):
+            group["lr"] = rate * factor
         self.optimizer.step()
         value = float(loss.detach()) if self.ranks.world == 1 else _mean_over_ranks(loss.detach())
         if not math.isfinite(value):
@@ -221,6 +248,23 @@ class Loop:
         self.updates, self.examples = self.updates + 1, self.examples + len(index)
         self.loss_sum, self.loss_count = self.loss_sum + value, self.loss_count + 1
         return value
+
+    def rate_factor(self) -> float:
+        """The schedule's multiplier of the learning rate for the coming update (see :class:`LoopSettings`)."""
+        settings = self.settings
+        factor = min(1.0, (self.updates + 1) / settings.warmup) if settings.warmup else 1.0
+        if settings.decay == "none":
+            return factor
+        if settings.max_updates is not None:
+            progress = self.updates / settings.max_updates
+        elif settings.max_time is not None and self.started is not None:
+            # the clock --max-time stops on: this invocation's, so a resumed run decays over its own --max-time
+            progress = (time.monotonic() - self.started) / settings.max_time
+        else:
+            return factor  # no end to decay towards
+        progress = min(max(progress, 0.0), 1.0)
+        shape = 1 - progress if settings.decay == "linear" else 0.5 * (1 + math.cos(math.pi * progress))
+        return factor * (settings.min_lr + (1 - settings.min_lr) * shape)
 
     def info(self, validation: Validation | None) -> dict:
         """Training facts stored in the model files: the loop's, the validation's and the task's."""
@@ -289,6 +333,7 @@ class Loop:
 
     def _updates(self, stop: threading.Event, should_stop) -> str:
         started, examples_before, seconds_before = time.monotonic(), self.examples, self.seconds
+        self.started = started
         with self._progress_bar() as bar:
             while not (reason := self._limit(started, stop, should_stop)):
                 tick = time.monotonic()
