@@ -29,6 +29,14 @@ DTYPE = click.option("--dtype", type=click.Choice(DTYPES), default="fp32", show_
                           "quantisation, CPU), auto (chosen from the device and the CPU's flags, and logged). "
                           "See docs/performance.md for speed and accuracy.")
 THREADS = click.option("--threads", type=click.IntRange(1), help="CPU threads for torch (default: torch's choice).")
+# The learning-rate schedule both trainers share; each preset's recipe gives the defaults.
+WARMUP = click.option("--warmup", type=click.IntRange(0),
+                      help="Updates of linear learning-rate warm-up [default: the preset's recipe].")
+LR_DECAY = click.option("--lr-decay", type=click.Choice(["none", "linear", "cosine"]),
+                        help="Decay the learning rate to --min-lr times it at --max-updates, else at the end of "
+                             "--max-time (without either: none) [default: the preset's recipe].")
+MIN_LR = click.option("--min-lr", default=0.0, show_default=True, type=click.FloatRange(0, 1),
+                      help="The decayed rate at the end, as a share of the learning rate.")
 
 
 def setup_logging(quiet: bool) -> None:

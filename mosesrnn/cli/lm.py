@@ -9,7 +9,7 @@ import click
 from ..cslm.config import LM_PRESETS, MAX_ORDER
 from ..cslm.model_file import check_self_normalised
 from ..io.roles import output_file
-from .common import DEVICE, QUIET, THREADS, Command, duration, setup_logging
+from .common import DEVICE, LR_DECAY, MIN_LR, QUIET, THREADS, WARMUP, Command, duration, setup_logging
 from .paths import CSLM_MODEL, INPUT, PathParam, output_folder_writing
 
 __all__ = ["lm"]
@@ -54,13 +54,9 @@ def lm() -> None:
 @click.option("--batch-size", type=click.IntRange(1), help="n-grams per update [default: the preset's recipe].")
 @click.option("--learning-rate", type=click.FloatRange(0, min_open=True),
               help="Adam's learning rate [default: the preset's recipe].")
-@click.option("--warmup", type=click.IntRange(0),
-              help="Updates of linear learning-rate warm-up [default: the preset's recipe].")
-@click.option("--lr-decay", type=click.Choice(["none", "linear", "cosine"]),
-              help="Decay the learning rate to --min-lr times it at --max-updates, else at the end of --max-time "
-                   "(without either: none) [default: the preset's recipe].")
-@click.option("--min-lr", default=0.0, show_default=True, type=click.FloatRange(0, 1),
-              help="The decayed rate at the end, as a share of the learning rate.")
+@WARMUP
+@LR_DECAY
+@MIN_LR
 @click.option("--dropout", type=click.FloatRange(0, 1, max_open=True),
               help="Dropout on the context embeddings and the hidden layer, in training only (the model Moses "
                    "reads is the same network) [default: the preset's recipe].")

@@ -8,7 +8,7 @@ import click
 
 from ..encdec.architectures import ARCHITECTURES
 from ..encdec.direction import DIRECTIONS, SOURCE_TO_TARGET
-from .common import DEVICE, ENCODING, QUIET, THREADS, Command, duration, setup_logging
+from .common import DEVICE, ENCODING, LR_DECAY, MIN_LR, QUIET, THREADS, WARMUP, Command, duration, setup_logging
 from .paths import INPUT, INPUT_FOLDER, MODEL_FOLDER_FILES, output_folder_writing
 
 
@@ -53,13 +53,9 @@ from .paths import INPUT, INPUT_FOLDER, MODEL_FOLDER_FILES, output_folder_writin
                    "with the number of processes.")
 @click.option("--clip-norm", type=click.FloatRange(0, min_open=True),
               help="Clip the gradient to this L2 norm (default: no clipping, as in the paper).")
-@click.option("--warmup", type=click.IntRange(0),
-              help="Updates of linear learning-rate warm-up [default: small 300, paper 0].")
-@click.option("--lr-decay", type=click.Choice(["none", "linear", "cosine"]),
-              help="Decay the learning rate to --min-lr times it at --max-updates, else at the end of --max-time "
-                   "(without either: none) [default: small linear, paper none].")
-@click.option("--min-lr", default=0.0, show_default=True, type=click.FloatRange(0, 1),
-              help="The decayed rate at the end, as a share of the learning rate.")
+@WARMUP
+@LR_DECAY
+@MIN_LR
 @click.option("--bucket", "bucket_window", type=click.IntRange(0),
               help="Length bucketing: sort pairs by length inside windows of N minibatches, then shuffle the "
                    "minibatches (0: random minibatches, the paper's) [default: small 20, paper 0].")
