@@ -13,6 +13,8 @@
 #
 #   benchmarks/moses_ladder.sh RNN_MODEL CSLM_MODEL WORK [RUNS] [THREADS] [K...]   (K: default none)
 #
+# DEV_LINES=N tunes on the first N dev sentences only (fewer CPU hours, a noisier MERT); the test set is whole.
+#
 # Needs a Moses build ($MOSES_BIN, $MOSES_SCRIPTS: mosesdecoder/bin and mosesdecoder/scripts) and the
 # project's shared data beside the repository. The phrase table is first filtered to the phrases the
 # dev and test sentences can use (Moses' own filter-model-given-input.pl), which changes no translation
@@ -24,26 +26,32 @@ DATA=$(realpath "$(dirname "$0")/../../shared/data/tatoeba-moses-en-fr")
 : "${MOSES_BIN:?set MOSES_BIN to mosesdecoder/bin}" "${MOSES_SCRIPTS:?set MOSES_SCRIPTS to mosesdecoder/scripts}"
 mkdir -p "$WORK" && cd "$WORK"
 
-mosesrnn moses-ini "$DATA/system/moses.ini" --absolute-paths --relative-to "$DATA/system" -o system.abs.ini -q
+mosesrnn moses-ini "$DATA/system/moses.ini" --absolute-paths --relative-to "$DATA/system" -o system.abs.ini
 if [ ! -f filtered/moses.ini ]; then
   cat "$DATA/dev.tok.en" "$DATA/test.tok.en" > devtest.en
   "$MOSES_SCRIPTS/training/filter-model-given-input.pl" filtered.tmp system.abs.ini devtest.en > filter.log 2>&1
   mv filtered.tmp filtered
 fi
-cp filtered/moses.ini baseline.ini  # its paths are absolute already
+sed "s#$PWD/filtered.tmp/#$PWD/filtered/#" filtered/moses.ini > baseline.ini  # absolute paths, filtered/
 SCORED=$PWD/table.rnn-unk.gz
-mosesrnn score filtered/phrase-table.0-0.1.1.gz -m "$RNN" --features rnn,unk --threads "$THREADS" -o "$SCORED"
-mosesrnn moses-ini baseline.ini --table "$SCORED" -o system.ini -q
+[ -f "$SCORED" ] || mosesrnn score filtered/phrase-table.0-0.1.1.gz -m "$RNN" --features rnn,unk --threads "$THREADS" \
+    -o "$SCORED"
+mosesrnn moses-ini baseline.ini --table "$SCORED" -o system.ini
 ALSO=()
 for K in $SIZES; do
   mosesrnn prune "$SCORED" --top "$K" -o "$PWD/rnn-top$K.gz" -q
   mosesrnn prune "$SCORED" --top "$K" --column 2 -o "$PWD/pef-top$K.gz" -q
-  mosesrnn moses-ini baseline.ini --table "$PWD/rnn-top$K.gz" -o "rnn-top$K.ini" -q
-  mosesrnn moses-ini baseline.ini --table "$PWD/pef-top$K.gz" -o "pef-top$K.ini" -q
+  mosesrnn moses-ini baseline.ini --table "$PWD/rnn-top$K.gz" -o "rnn-top$K.ini"
+  mosesrnn moses-ini baseline.ini --table "$PWD/pef-top$K.gz" -o "pef-top$K.ini"
   sed "s/table-limit=[0-9]*/table-limit=$K/" system.ini > "table-limit$K.ini"
   ALSO+=(--also "rnn-top$K" "rnn-top$K.ini" --also "pef-top$K" "pef-top$K.ini" --also "table-limit$K" "table-limit$K.ini")
 done
-mosesrnn tune "$DATA/dev.tok.en" "$DATA/dev.tok.fr" system.ini --baseline baseline.ini \
+DEV_SRC=$DATA/dev.tok.en DEV_REF=$DATA/dev.tok.fr
+if [ -n "${DEV_LINES:-}" ]; then
+  head -n "$DEV_LINES" "$DEV_SRC" > dev.en && head -n "$DEV_LINES" "$DEV_REF" > dev.fr
+  DEV_SRC=$PWD/dev.en DEV_REF=$PWD/dev.fr
+fi
+mosesrnn tune "$DEV_SRC" "$DEV_REF" system.ini --baseline baseline.ini \
     --test-src "$DATA/test.tok.en" --test-ref "$DATA/test.tok.fr" --runs "$RUNS" --threads "$THREADS" \
     --rescore unk,cslm --rescore-baseline cslm -m "$RNN" --lm "$LM" --work-dir tune ${ALSO[@]+"${ALSO[@]}"}
 if [ -n "$SIZES" ]; then

@@ -33,7 +33,7 @@ for K in "$@"; do
   mosesrnn prune "$SCORED" --top "$K" --column 2 -o "pef-top$K.gz" -q
   mosesrnn prune "$SCORED" --top "$K" --weights "$INI" -o "decoder-top$K.gz" -q
   for method in rnn pef decoder; do
-    mosesrnn moses-ini "$INI" --table "$PWD/$method-top$K.gz" -o "$method-top$K.ini" -q
+    mosesrnn moses-ini "$INI" --table "$PWD/$method-top$K.gz" -o "$method-top$K.ini"
     decode "$method-top$K" "$method-top$K.ini" "$(zcat "$method-top$K.gz" | wc -l)"
   done
   sed "s/table-limit=[0-9]*/table-limit=$K/" "$INI" > "table-limit$K.ini"
