@@ -282,10 +282,13 @@ def updated_ini(ini_path: str, table: str, add: int | None = None, features: Seq
     against the current directory, where they were given), then every other relative path of
     the ini is made absolute against the directory ``absolute_to`` (see
     :func:`~moses_integration.ini_paths.absolute_paths`).
-    Refuses a table whose first line does not have exactly the new num-features scores. Raises
+    A table whose columns the ini counts already (a tuned ini pointed at a pruned copy of its
+    table) only gets the new path. Refuses a table whose first line does not have exactly the new
+    num-features scores. Raises
     ValueError (its subclass :class:`~mosesrnn.formats.moses_ini.MosesIniError` for the files),
     PhraseTableError and OSError.
     """
+    implicit = add is None and features is None and weights is None  # the columns are the sidecar's
     if features is None and weights is None:
         features = scored_columns(table)
     weights = new_column_weights(add, features, weights)
@@ -293,11 +296,15 @@ def updated_ini(ini_path: str, table: str, add: int | None = None, features: Seq
         table, binary = os.path.abspath(table), binary and os.path.abspath(binary)
     for path in filter(None, (table, binary)):
         check_no_space(path)
-    update = rewrite_ini(read_ini_text(ini_path), weights, table, feature, binary, ini_path)
+    text = read_ini_text(ini_path)
+    update = rewrite_ini(text, weights, table, feature, binary, ini_path)
+    columns = count_scores(table)
+    if implicit and columns == update.old_num_features:
+        # the ini counts the table's columns already (a tuned system pointed at its pruned table): keep its weights
+        update = rewrite_ini(text, (), table, feature, binary, ini_path)
     if absolute_to is not None:
         text, changes = absolute_paths(update.text, absolute_to)
         update = dataclasses.replace(update, text=text, path_changes=tuple(changes))
-    columns = count_scores(table)
     if columns != update.new_num_features:
         raise MosesIniError(table, 1, f"{columns} score columns, but {update.feature} "
                             f"({ini_path}:{update.feature_line}) would have num-features="

@@ -245,6 +245,22 @@ def test_mini_system_matches_what_moses_loaded():
     assert len(read_weights(str(golden))["PhraseDictionaryMemory0"]) == 7
 
 
+def test_a_tuned_ini_pointed_at_its_pruned_table_keeps_its_weights(tmp_path):
+    """`mosesrnn prune` copies the scored table's sidecar (rnn, unk appended); the tuned ini counts them already."""
+    tuned = tmp_path / "tuned.ini"
+    update_moses_ini(str(MINI_INI), str(MINI_TABLE), str(tuned), weights=ADDED)
+    pruned = table_with_columns(tmp_path, 7)
+    write_sidecar(pruned, Sidecar(signature="mosesrnn:0.3.0|features:rnn(model=1a2b),unk(side=both,vocab=1a2b)|pruned",
+                                  mosesrnn_version="0.3.0", input=str(MINI_TABLE), input_bytes=1234, shard="1/1",
+                                  first_line=1, last_line=3, lines=3, total_lines=3, bytes=99,
+                                  appended_columns=("rnn", "unk"), features=("rnn(model=1a2b)", "unk(side=both)")))
+    update = update_moses_ini(str(tuned), pruned, str(tmp_path / "pruned.ini"))
+    assert update.weights == () and update.old_num_features == update.new_num_features == 7
+    before, after = tuned.read_text(encoding="utf-8"), (tmp_path / "pruned.ini").read_text(encoding="utf-8")
+    assert after == before.replace(str(MINI_TABLE), pruned)
+    assert read_weights(str(tmp_path / "pruned.ini")) == read_weights(str(tuned))
+
+
 def test_table_with_wrong_column_count_is_refused(tmp_path):
     output = tmp_path / "new.ini"
     with pytest.raises(MosesIniError) as error:

@@ -147,8 +147,9 @@ def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute
     output = "(stdout)" if output == "-" else output
     if table is not None:
         click.echo(f"{output}: {update.feature} ({update.type}, line {update.feature_line}) now reads "
-                   f"{update.table_path} with num-features={update.new_num_features}; added weights "
-                   f"{' '.join(repr(w) for w in update.weights)}", err=True)
+                   f"{update.table_path} with num-features={update.new_num_features}; "
+                   + (f"added weights {' '.join(repr(w) for w in update.weights)}" if update.weights else
+                      "its weights kept (the ini counts the table's columns already)"), err=True)
         if not os.path.isabs(update.table_path):
             click.echo(f"warning: path={update.table_path} is relative: Moses resolves it against the folder it "
                        f"runs in, and mert-moses.pl decodes inside its working directory, where it breaks; give "
