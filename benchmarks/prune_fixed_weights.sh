@@ -20,7 +20,7 @@ decode() {  # NAME INI: decode the test set, print the row
   /usr/bin/time -o "$1.time" -f "%M %e" "$MOSES_BIN/moses" -f "$2" -threads 1 -input-file "$DATA/test.tok.en" \
       > "$1.out" 2> "$1.log"
   read -r kb seconds < "$1.time"
-  bleu=$(sacrebleu "$DATA/test.tok.fr" -i "$1.out" -tok none -b -q)
+  bleu=$(sacrebleu "$DATA/test.tok.fr" -i "$1.out" -tok none -b 2> "$1.bleu.log")  # its tokenisation warnings
   awk -v name="$1" -v lines="$3" -v kb="$kb" -v s="$seconds" -v n="$(wc -l < "$DATA/test.tok.en")" -v bleu="$bleu" \
       'BEGIN { printf "| %s | %s | %d MB | %.1f | %s |\n", name, lines, kb / 1024, n / s, bleu }'
 }
