@@ -26,7 +26,8 @@ from ..formats.text_file import text_lines
 from ..text.tokenizers import words
 from ..text.vocab import EOS_ID, PAD_ID, RESERVED, Vocabulary, shortlist
 
-__all__ = ["BOS", "NgramSet", "LMData", "lm_vocabulary", "ngrams", "load_lm_data", "unigram_perplexity"]
+__all__ = ["BOS", "NgramSet", "LMData", "lm_vocabulary", "ngrams", "load_lm_data", "target_counts",
+           "unigram_perplexity"]
 
 BOS = "<s>"
 #: Tokens no corpus word may be: NPLM's specials and ours.
@@ -126,10 +127,15 @@ def load_lm_data(corpus: str, *, order: int, vocab_size: int, valid: str | None 
     return LMData(train, ngrams((vocabulary.ids(s) for s in valid_sentences), order, bos), vocabulary, what, covered)
 
 
+def target_counts(train: NgramSet, vocab_size: int) -> np.ndarray:
+    """How often each word of the vocabulary is a predicted token of ``train``, float64 (V,)."""
+    return np.bincount(train.tokens[train.positions], minlength=vocab_size).astype(np.float64)
+
+
 def unigram_perplexity(train: NgramSet, valid: NgramSet, vocab_size: int) -> float:
     """Per-token perplexity on ``valid`` of an add-one unigram model of ``train``'s targets
     (over the tokens that can be predicted: not ``<pad>`` or ``<s>``)."""
-    counts = np.bincount(train.tokens[train.positions], minlength=vocab_size).astype(np.float64)
+    counts = target_counts(train, vocab_size)
     predictable = vocab_size - 2
     log_p = np.log(counts + 1.0) - math.log(counts.sum() + predictable)
     log_p[PAD_ID] = -np.inf

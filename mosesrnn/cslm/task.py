@@ -24,7 +24,7 @@ from ..text.codec import Codec
 from ..text.tokenizers import MosesWords
 from ..train.loop import BEST, LAST, Loop, LoopSettings, RunConfig, Validation, adam, begin_run
 from .config import LM_PLAIN_RECIPE, LM_PRESETS, LM_RECIPES, lm_config
-from .data import LMData, load_lm_data, unigram_perplexity
+from .data import LMData, load_lm_data, target_counts, unigram_perplexity
 from .model import CSLM
 from .model_file import load_language_model, save_language_model
 from .scoring import ngram_stats
@@ -123,7 +123,7 @@ class CSLMTask:
                                         embed_dim=config.embed_dim, hidden_dims=config.hidden_dims,
                                         self_norm=config.self_norm))
         # the training targets' unigram distribution: NCE's noise, and the output bias' start if asked
-        counts = np.bincount(data.train.tokens[data.train.positions], minlength=len(data.vocabulary))
+        counts = target_counts(data.train, len(data.vocabulary))
         self.noise = torch.from_numpy(counts / counts.sum()).float().to(self.device)  # (V,)
         if model is None and config.setting("output_bias") == "unigram":
             with torch.no_grad():  # log sum exp(bias) = 0: the model starts at the unigram model, self-normalised
