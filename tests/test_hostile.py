@@ -445,3 +445,57 @@ def test_a_damaged_training_state_is_one_line(row, kind, ws):
     before = snapshot(ws)
     result = run(row, ws, **({"outdir": str(folder)}))
     assert_refused(result, before, snapshot(ws), f"{state} is not a training state to resume from", "--restart")
+
+
+# -- files that belong together: stdout has one owner; an input's companions are inputs ------------------------
+
+
+def _stdout_cases() -> list[tuple[Row, tuple[click.Parameter, ...]]]:
+    """(a row, the outputs that may be '-') of every command with two or more of them."""
+    cases, seen = [], set()
+    for row in COMMANDS:
+        command, _ = command_of(row.args)
+        outputs = tuple(param for param in command.params if isinstance(getattr(param.type, "role", None), Role)
+                        and param.type.role.writes and param.type.allow_dash)
+        if len(outputs) >= 2 and row.name not in seen:
+            cases.append((row, outputs))
+        seen.add(row.name)
+    return cases
+
+
+def test_the_commands_with_two_outputs_are_walked():
+    assert {"nbest", "prune"} <= {row.name for row, _ in _stdout_cases()}
+
+
+@pytest.mark.parametrize("row,outputs", _stdout_cases(), ids=[row.name for row, _ in _stdout_cases()])
+def test_two_outputs_on_stdout_are_refused(row, outputs, ws):
+    """``nbest --word-scores - -o -`` would interleave the two outputs' lines on stdout."""
+    args = [arg.format(**workspace_files(ws)) for arg in row.args]
+    for param in outputs[:2]:
+        given = [index for index, arg in enumerate(args) if arg in param.opts]
+        if given:
+            args[given[0] + 1] = "-"
+        else:
+            args += [param.opts[-1], "-"]
+    before = snapshot(ws)
+    result = CliRunner().invoke(main, args)
+    assert_refused(result, before, snapshot(ws), *("/".join(param.opts) for param in outputs[:2]),
+                   "only one output can go to stdout")
+
+
+def _companion_cases() -> list[tuple[Row, str, str]]:
+    """(row, input placeholder, companion suffix) for every input read with companions (a table's sidecar)."""
+    return [(row, placeholder, suffix) for row in COMMANDS if row.placeholders("output")
+            for role, placeholder in row.roles() if role.reads for suffix in role.companions]
+
+
+@pytest.mark.parametrize("row,placeholder,suffix", _companion_cases(),
+                         ids=[f"{ids([r])[0]}-{p}{s}" for r, p, s in _companion_cases()])
+def test_an_output_that_is_an_inputs_companion_is_refused(row, placeholder, suffix, ws):
+    """``prune T -o T.json`` would overwrite the sidecar it reads the rnn column from: refused like any input."""
+    companion = workspace_files(ws)[placeholder] + suffix
+    if not os.path.exists(companion):
+        shutil.copy(workspace_files(ws)["scored"] + ".json", companion)
+    before = snapshot(ws)
+    result = run(row, ws, **{row.placeholders("output")[0]: companion})
+    assert_refused(result, before, snapshot(ws), f"{companion} is read with the input")

@@ -133,3 +133,95 @@ def test_a_file_system_without_locks_warns_and_goes_on(tmp_path, monkeypatch, ca
         pass
     assert "cannot lock" in caplog.text and "No locks available" in caplog.text
     assert os.listdir(tmp_path) == []
+
+
+def test_two_outputs_on_stdout_are_refused_by_name():
+    with pytest.raises(ValueError, match=r"^--word-scores and -o/--output are both '-': only one output can go to "
+                                         r"stdout \(their lines would interleave\); give one of them a file$"):
+        with Job([(output_file().named("--word-scores"), "-"), (output_file().named("-o/--output"), "-")]):
+            pass
+    with Job([(output_file().named("-o"), "-"), (output_file().named("--log"), None)]):  # one owner: fine
+        pass
+
+
+# -- a save is not interrupted ---------------------------------------------------------------------------------
+
+
+class _SignalledHalfWay:
+    """A stream that receives ``signum`` (as from Ctrl-C or kill) once half of ``size`` bytes were written to it."""
+
+    def __init__(self, stream, signum: int, size: int):
+        self.stream, self.signum, self.half, self.written = stream, signum, size // 2, 0
+
+    def write(self, data) -> int:
+        before, self.written = self.written, self.written + len(data)
+        written = self.stream.write(data)
+        if before < self.half <= self.written:
+            signal.raise_signal(self.signum)  # its handler runs here, inside torch's zip writer
+        return written
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def _signal_during_torch_save(monkeypatch, signum: int) -> None:
+    """Every torch.save receives ``signum`` half-way through writing its file."""
+    import io
+
+    import torch
+    real_save = torch.save
+
+    def save(contents, stream):
+        size = io.BytesIO()
+        real_save(contents, size)
+        real_save(contents, _SignalledHalfWay(stream, signum, len(size.getvalue())))
+
+    monkeypatch.setattr(torch, "save", save)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_save_waits_until_the_file_is_whole(tmp_path, monkeypatch, signum):
+    """Raised inside torch.save, the KeyboardInterrupt became a RuntimeError of PyTorch's zip writer (`unexpected
+    pos`): a traceback. Held back until the file is whole, it interrupts the run as any Ctrl-C does."""
+    import torch
+
+    from mosesrnn.io.model_store import read_state_file, save_file
+    _signal_during_torch_save(monkeypatch, signum)
+    path, weights = str(tmp_path / "state.pt"), torch.arange(200_000, dtype=torch.float32)
+    with pytest.raises(Interrupted, match="interrupted"):
+        with Job([(output_file(), path)]):
+            save_file(path, {"version": 1, "weights": weights})
+            pytest.fail("the signal was not delivered after the save")
+    monkeypatch.undo()
+    assert torch.equal(read_state_file(path, 1)["weights"], weights)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers are restored
+
+
+def test_a_second_ctrl_c_while_lm_train_saves_its_state(tmp_path, monkeypatch):
+    """The issue's case: the first Ctrl-C asks the training to stop, the second lands while it saves. Each save
+    here receives a Ctrl-C half-way: best.pt is whole and asks to stop; last.pt and state.pt are whole (a pair),
+    then the second interrupts: one line, exit 130, and a state to continue from."""
+    from click.testing import CliRunner
+
+    from mosesrnn.cli import main
+    from mosesrnn.cslm.model_file import load_language_model
+    from mosesrnn.io.model_store import read_state_file
+    from mosesrnn.train.loop import STATE_VERSION
+    corpus = tmp_path / "corpus.fr"
+    corpus.write_bytes(b"".join(open(os.path.join(os.path.dirname(TABLE), "tatoeba.dev400.fr"), "rb")
+                                .readlines()[:200]))
+    _signal_during_torch_save(monkeypatch, signal.SIGINT)
+    out = tmp_path / "lm"
+    result = CliRunner().invoke(main, ["lm", "train", str(corpus), "-o", str(out), "--order", "3", "--vocab-size",
+                                       "50", "--embed-dim", "4", "--hidden", "8", "--max-updates", "4",
+                                       "--valid-every", "2", "--valid-share", "0.2", "--batch-size", "8"])
+    monkeypatch.undo()
+    assert result.exit_code == 130, (result.output, result.exception)
+    assert "Traceback" not in result.output and "RuntimeError" not in result.output
+    said = [line for line in result.stderr.splitlines() if "interrupted" in line]
+    assert said[-1].startswith("mosesrnn: interrupted")
+    state = read_state_file(str(out / "state.pt"), STATE_VERSION)
+    assert state["updates"] == 2  # the state of the validation's save, whole
+    for name in ("best.pt", "last.pt"):
+        load_language_model(str(out / name))
+    assert not [name for name in os.listdir(out) if name.endswith(".part")]

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import gzip
+import json
 import math
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -18,6 +20,8 @@ from mosesrnn.pipeline.prune import Selection
 
 MINI_TABLE = DATA / "moses" / "mini-system.phrase-table.2k.gz"
 MINI_REORDERING = DATA / "moses" / "mini-system.reordering-table.2k.gz"
+MINI_INI = DATA / "moses" / "mini-system-fr-en.moses.ini"
+TUNED_INI = DATA / "moses" / "tuned" / "bartvm-europarl.moses.ini"  # TranslationModel0: 4, LexicalReordering0: 6
 
 
 def lines(path) -> list[bytes]:
@@ -89,7 +93,9 @@ def test_the_decoders_ranking_from_a_tuned_moses_ini(tmp_path):
         assert [score(entries[0])] == pytest.approx([max(score(e) for e in groups_of(MINI_TABLE)[source])])
     refused = invoke("prune", MINI_TABLE, "--weights", DATA / "nbest" / "tatoeba.dev.mert-iter1.weights", "--top",
                      "1", "-o", tmp_path / "x.gz")
-    assert refused.exit_code == 1 and "weight groups have the table's 5 scores" in refused.output
+    assert refused.exit_code == 1
+    assert "tatoeba.dev.mert-iter1.weights: the phrase table TranslationModel0 has 4 weights, but " \
+           f"{MINI_TABLE} has 5 scores a line" in refused.output
 
 
 def test_the_reordering_table_keeps_exactly_the_kept_pairs(tmp_path):
@@ -132,3 +138,136 @@ def test_selections(scores, selection, kept):
 def test_exactly_one_selection():
     with pytest.raises(ValueError, match="give one of --top K, --margin NATS, --share FRACTION"):
         Selection(top=2, margin=1.0)
+
+
+# -- what must agree: the sidecar and its table, the weights and the columns, the two tables ------------------------
+
+
+def refused(result, *mentions) -> str:
+    """The one Error line of a refused run, which mentions each of ``mentions``."""
+    assert result.exit_code == 1, (result.output, result.exception)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    for mention in mentions:
+        assert str(mention) in errors[0], (mention, errors[0])
+    return errors[0]
+
+
+def listing(folder) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(Path(folder).iterdir())}
+
+
+@pytest.mark.parametrize("ranking", [(), ("--column", "2")])
+def test_the_sidecar_of_a_six_score_table_beside_a_four_score_table_is_refused(scored, tmp_path, ranking):
+    """Today's trap: the 4-score table was believed to have the 6-score table's rnn column (and, ranked by a
+    column, the pruned table's sidecar would have claimed its columns)."""
+    table = tmp_path / "table.gz"
+    table.write_bytes(Path(TABLE).read_bytes())
+    (tmp_path / "table.gz.json").write_bytes(Path(f"{scored}.json").read_bytes())
+    before = listing(tmp_path)
+    result = invoke("prune", table, "--top", "2", *ranking, "-o", tmp_path / "out.gz")
+    refused(result, f"{table}.json describes a table of 6 scores a line, but {table} has 4 scores a line",
+            "score it again, or remove")
+    assert listing(tmp_path) == before
+
+
+def test_the_sidecar_of_another_table_with_as_many_scores_is_refused(scored, tmp_path):
+    table = tmp_path / "other.gz"
+    table.write_bytes(gzip.compress(b"".join(lines(scored)[1:])))  # the same columns, another first line
+    (tmp_path / "other.gz.json").write_bytes(Path(f"{scored}.json").read_bytes())
+    result = invoke("prune", table, "--top", "2", "-o", tmp_path / "out.gz")
+    refused(result, f"{table}.json does not describe {table}: the table's first 65536 bytes of text differ")
+    assert not (tmp_path / "out.gz").exists()
+
+
+def test_the_sidecar_follows_its_table_recompressed_and_an_old_sidecar_is_checked_by_size(scored, tmp_path):
+    """The identity is of the text: a table gzipped again keeps its sidecar. A sidecar written before the identity
+    is checked by the table's size, which every sidecar records."""
+    again = tmp_path / "again.gz"
+    again.write_bytes(gzip.compress(gzip.decompress(Path(scored).read_bytes()), compresslevel=9))
+    (tmp_path / "again.gz.json").write_bytes(Path(f"{scored}.json").read_bytes())
+    assert os.path.getsize(again) != os.path.getsize(scored)
+    assert invoke("prune", again, "--top", "2", "-o", tmp_path / "out.gz").exit_code == 0
+    record = json.loads(Path(f"{scored}.json").read_text())
+    assert record["identity"]["scores"] == 6 and len(record["identity"]["head_sha256"]) == 64
+    del record["identity"]
+    (tmp_path / "again.gz.json").write_text(json.dumps(record))  # an old sidecar, of the table before
+    result = invoke("prune", again, "--top", "2", "-o", tmp_path / "out2.gz")
+    refused(result, f"{again}.json describes a table of {os.path.getsize(scored)} bytes, but {again} has "
+                    f"{os.path.getsize(again)}")
+    old = tmp_path / "old.gz"
+    old.write_bytes(Path(scored).read_bytes())
+    (tmp_path / "old.gz.json").write_text(json.dumps(record))  # an old sidecar beside its own table
+    assert invoke("prune", old, "--top", "2", "-o", tmp_path / "out3.gz").exit_code == 0
+
+
+def test_a_pruned_table_has_a_sidecar_of_its_own_text(scored, tmp_path):
+    out = tmp_path / "top1.gz"
+    assert invoke("prune", scored, "--top", "1", "-o", out).exit_code == 0
+    assert invoke("prune", out, "--top", "1", "-o", tmp_path / "again.gz").exit_code == 0  # its sidecar fits it
+    assert read_sidecar(str(out)).identity["scores"] == 6
+
+
+def test_the_sidecar_it_reads_is_not_an_output(scored, tmp_path):
+    """``-o TABLE.json``, or an output whose own sidecar is the input's (through a link), would overwrite the
+    sidecar that names the rnn column: refused like any input."""
+    table = tmp_path / "scored.gz"
+    table.write_bytes(Path(scored).read_bytes())
+    (tmp_path / "scored.gz.json").write_bytes(Path(f"{scored}.json").read_bytes())
+    os.symlink(tmp_path / "scored.gz.json", tmp_path / "link.gz.json")
+    before = listing(tmp_path)
+    result = invoke("prune", table, "--top", "2", "-o", tmp_path / "scored.gz.json")
+    refused(result, f"{table}.json is read with the input {table}: writing it would destroy it")
+    assert listing(tmp_path) == before
+    result = invoke("prune", table, "--top", "2", "-o", tmp_path / "link.gz")
+    refused(result, f"{tmp_path / 'link.gz.json'} ({table}.json) is read with the input {table}")
+    assert listing(tmp_path) == before
+
+
+def test_a_moses_ini_whose_phrase_table_has_other_weights_than_the_columns_is_refused(scored, tmp_path):
+    """The tuned ini of the 4-score system beside a 6-score scored table: its LexicalReordering0 has 6 weights,
+    which were taken as the phrase table's."""
+    before = listing(tmp_path)
+    result = invoke("prune", scored, "--weights", TUNED_INI, "--top", "1", "-o", tmp_path / "out.gz")
+    refused(result, f"{TUNED_INI}: the phrase table TranslationModel0 has 4 weights, but {scored} has 6 scores a "
+                    "line", "`mosesrnn moses-ini`")
+    result = invoke("prune", scored, "--weights", TUNED_INI, "--feature", "LexicalReordering0", "--top", "1",
+                    "-o", tmp_path / "out.gz")
+    refused(result, f"{TUNED_INI}: LexicalReordering0 is not a phrase table (its phrase tables: TranslationModel0)")
+    assert listing(tmp_path) == before
+
+
+def test_a_phrase_table_named_as_moses_names_it(tmp_path):
+    """mini-system's PhraseDictionaryMemory has no name=: Moses calls it PhraseDictionaryMemory0."""
+    out = tmp_path / "out.gz"
+    result = invoke("prune", MINI_TABLE, "--weights", MINI_INI, "--top", "1", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert read_sidecar(str(out)).pruned["by"] == "the PhraseDictionaryMemory0 weights of mini-system-fr-en.moses.ini"
+
+
+def _pair(line: bytes) -> str:
+    return "'" + " ||| ".join(field.strip() for field in line.decode().split("|||")[:2]) + "'"
+
+
+@pytest.mark.parametrize("case", ["another pair", "shorter", "longer"])
+def test_a_reordering_table_of_other_pairs_is_refused_naming_the_first_line_that_differs(tmp_path, case):
+    """Refused before the outputs appear: half-way through the pass, the atomic writers remove what was written."""
+    pairs, reorderings = lines(MINI_TABLE), lines(MINI_REORDERING)
+    table, reordering = tmp_path / "pt.gz", tmp_path / "ro.gz"
+    if case == "another pair":
+        other = reorderings[499].replace(b"|||", b"||| autre", 1)
+        table_lines, reordering_lines = pairs, reorderings[:499] + [other] + reorderings[500:]
+        wanted = f"{reordering}:500: {_pair(other)}, but {table}:500 holds {_pair(pairs[499])}"
+    elif case == "shorter":
+        table_lines, reordering_lines = pairs, reorderings[:1500]
+        wanted = f"{reordering}:1501: the reordering table ends, but {table}:1501 holds {_pair(pairs[1500])}"
+    else:
+        table_lines, reordering_lines = pairs[:1500], reorderings
+        wanted = f"{reordering}:1501: {_pair(reorderings[1500])}, but the phrase table {table} ends at line 1500"
+    table.write_bytes(gzip.compress(b"".join(table_lines)))
+    reordering.write_bytes(gzip.compress(b"".join(reordering_lines)))
+    before = listing(tmp_path)
+    result = invoke("prune", table, "--column", "2", "--top", "3", "-o", tmp_path / "out" / "pt.gz",
+                    "--reordering", reordering, "--reordering-output", tmp_path / "out" / "ro.gz")
+    refused(result, wanted, "line for line")
+    assert listing(tmp_path) == before  # no output, no temporary file, no folder made

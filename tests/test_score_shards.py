@@ -16,6 +16,7 @@ from mosesrnn.encdec.model_file import load_trained_model
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.features.unk import UnknownWordFeature
 from mosesrnn.formats.phrase_table import PhraseTableError, read_entries
+from mosesrnn.formats.sidecar import read_table_sidecar
 from mosesrnn.io.compressed import count_lines
 from mosesrnn.pipeline.merge import MergeError, merge_parts
 from mosesrnn.pipeline.score import score_table
@@ -94,6 +95,8 @@ def test_many_shards_of_a_short_table_may_be_empty(model_path, tmp_path):
     merge_parts(parts, str(tmp_path / "merged.gz"))
     assert [line.split("|||")[:2] for line in text(tmp_path / "merged.gz").splitlines(True)] == \
         [line.split("|||")[:2] for line in lines]
+    assert read_table_sidecar(str(tmp_path / "merged.gz")).identity["scores"] == 5  # its own text, not part 1's
+    assert {read_table_sidecar(part).identity["scores"] for part in parts} == {5, None}  # empty parts too
 
 
 def test_table_slice_resumes_inside_a_shard():
@@ -168,3 +171,4 @@ def test_resume_after_sigkill_is_byte_identical(tmp_path):
     assert text(out) == text(reference)
     assert out.read_bytes() == reference.read_bytes()  # the same gzip members, too
     assert not (tmp_path / "out.gz.part").exists() and not (tmp_path / "out.gz.progress.json").exists()
+    assert read_table_sidecar(str(out)).identity == read_table_sidecar(str(reference)).identity  # tied to its table

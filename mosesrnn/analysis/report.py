@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..formats.phrase_table import read_entries, score_column
-from ..formats.sidecar import read_sidecar
+from ..formats.sidecar import read_table_sidecar
 from ..io.figures import save_png
 from ..text.escapes import display_text
 from . import optional
@@ -38,8 +38,9 @@ class ColumnPair:
 
 def rnn_column_index(path: str) -> int | None:
     """The rnn column's index, counted from the end (negative), from the ``.json`` sidecar that
-    `mosesrnn score` writes (its ``appended_columns`` are the last columns, in order); None without one."""
-    sidecar = read_sidecar(path)
+    `mosesrnn score` writes (its ``appended_columns`` are the last columns, in order); None without one.
+    A sidecar of another table raises :class:`~mosesrnn.formats.sidecar.SidecarMismatch`."""
+    sidecar = read_table_sidecar(path)
     if sidecar is None:
         return None
     names = list(sidecar.appended_columns)

@@ -59,12 +59,13 @@ def declared_paths(command: click.Command, params: dict) -> list[tuple[Role, str
     pairs = []
     for param in command.params:
         value = params.get(param.name)
+        label = "/".join(param.opts) if isinstance(param, click.Option) else param.human_readable_name
         if isinstance(param.type, PathParam):
-            pairs += param.type.role.declare(value)
+            pairs += param.type.role.named(label).declare(value)
         elif isinstance(param.type, click.Tuple) and value:
             for item in (value if param.multiple else [value]):
                 pairs += [pair for kind, part in zip(param.type.types, item) if isinstance(kind, PathParam)
-                          for pair in kind.role.declare(part)]
+                          for pair in kind.role.named(label).declare(part)]
     return pairs
 
 

@@ -31,9 +31,11 @@ log = logging.getLogger("mosesrnn")
               help="Rank as the decoder does: the weighted sum of every column's max(ln score, -100) with the "
                    "phrase table's weights in this (tuned) moses.ini.")
 @click.option("--feature", "feature_name", metavar="NAME",
-              help="With --weights: the phrase table's weight group (e.g. TranslationModel0), when several fit.")
+              help="With --weights: the phrase table's feature (e.g. TranslationModel0), when the ini has several; "
+                   "its weights must be as many as the table's scores.")
 @click.option("--reordering", type=INPUT, metavar="TABLE",
-              help="The system's lexical reordering table: pruned the same way, to --reordering-output.")
+              help="The system's lexical reordering table (the phrase table's pairs, line for line): pruned the "
+                   "same way, to --reordering-output.")
 @click.option("--reordering-output", type=OUTPUT, metavar="OUT", help="The pruned reordering table.")
 @ENCODING
 @QUIET
@@ -46,6 +48,8 @@ def prune(table, output, top, margin, share, column, weights, feature_name, reor
     TABLE is read as Moses writes it (sorted as LC_ALL=C sort sorts lines), once, in constant memory; a line
     out of that order is refused. Kept lines are copied byte for byte, in order; a source always keeps its
     best target. Give --reordering and --reordering-output to prune the reordering table the same way.
+    Files that must agree are checked together: TABLE.json must describe TABLE, the moses.ini's phrase
+    table must have a weight per score, the reordering table the same pairs line for line.
 
     \b
     Example:

@@ -6,8 +6,10 @@ built from its arguments (:func:`declares`). Before any work the job checks what
 checks, for every run alike:
 
 - every input exists (a file where a file is expected, a folder where a folder is);
-- no output is one of the inputs (through any link), no output is named twice, and no input is
-  a file the run writes inside an output folder (``lm train -o lm/ --valid lm/best.pt``);
+- no output is one of the inputs or a companion read with one (a table's ``.json`` sidecar),
+  through any link; no output is named twice, and no input is a file the run writes inside an
+  output folder (``lm train -o lm/ --valid lm/best.pt``);
+- stdout has one owner: at most one output is ``-`` (two would interleave their lines);
 - the folder of every output exists or can be made (it is made, and removed again if the run
   fails and leaves it empty), and nothing on the way is a regular file;
 - no other run is writing an output: each output is locked (:mod:`mosesrnn.io.locks`).
@@ -67,7 +69,9 @@ class Job:
     """
 
     def __init__(self, paths: Iterable[tuple[Role, str | None]] = ()):
+        paths = list(paths)
         self.paths = [(role, path) for role, path in paths if path is not None and path != "-"]
+        self._stdout = [role.label or role.name for role, path in paths if path == "-" and role.writes]
         self._named: set[str] = set()  # inputs the declared inputs name (declared.declare_input)
         self._made: list[str] = []
         self._locks: list[OutputLock] = []
@@ -120,6 +124,7 @@ class Job:
     # -- entering and leaving ------------------------------------------------------------------------
 
     def __enter__(self) -> "Job":
+        self._check_stdout()
         outer = declared.innermost()
         if outer is not None:
             self._check_covered_by(outer)
@@ -161,6 +166,13 @@ class Job:
 
     # -- the checks ----------------------------------------------------------------------------------
 
+    def _check_stdout(self) -> None:
+        if len(self._stdout) > 1:
+            names = ", ".join(self._stdout[:-1]) + f" and {self._stdout[-1]}"
+            two = len(self._stdout) == 2
+            raise ValueError(f"{names} are {'both' if two else 'all'} '-': only one output can go to stdout "
+                             f"(their lines would interleave); give {'one' if two else 'all but one'} of them a file")
+
     def _check_inputs(self) -> None:
         for role, path in self.paths:
             if not role.reads:
@@ -174,7 +186,8 @@ class Job:
                     " (model files are the best.pt or last.pt inside a model folder)" if role.model_kind else ""))
 
     def _check_outputs(self) -> None:
-        inputs = [path for role, path in self.paths if role.reads]
+        inputs = [(file, path) for role, path in self.paths if role.reads
+                  for file in [path, *role.companion_files(path)]]  # (a file read, the input it goes with)
         named: dict[str, str] = {}
         for role, path in self.paths:
             if not role.writes:
@@ -192,17 +205,21 @@ class Job:
                 self._check_not_an_input(os.path.join(path, name), inputs, inside=path)
 
     @staticmethod
-    def _check_not_an_input(output: str, inputs: list[str], inside: str | None = None) -> None:
+    def _check_not_an_input(output: str, inputs: list[tuple[str, str]], inside: str | None = None) -> None:
         if not os.path.exists(output) or is_special_file(output):
             return
         real = _real(output)
-        for source in inputs:
+        for source, owner in inputs:
             if not os.path.exists(source):
                 continue
             if os.path.samefile(source, output) or (inside and _under(_real(source), real)):
                 if inside:
                     raise ValueError(f"{source} is {output}, which this run writes in {inside}: give that input "
                                      f"from somewhere else")
+                if source != owner:  # a companion: a table's sidecar
+                    also = "" if source == output else f" ({source})"
+                    raise ValueError(f"{output}{also} is read with the input {owner}: writing it would destroy "
+                                     f"it; choose another output")
                 also = "" if source == output else f" {source}"
                 raise ValueError(f"{output} is the input{also}: writing it would destroy it; choose another output")
 
@@ -283,7 +300,7 @@ def declares(**roles: Role | Callable[[Any], list[tuple[Role, str]]]):
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             paths = [pair for name, role in roles.items()
-                     for pair in (role.declare(bound.arguments[name]) if isinstance(role, Role)
+                     for pair in (role.named(name).declare(bound.arguments[name]) if isinstance(role, Role)
                                   else role(bound.arguments[name]))]
             with Job(paths):
                 return function(*args, **kwargs)

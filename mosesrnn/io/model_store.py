@@ -1,11 +1,11 @@
 """The one place that reads and writes PyTorch files: model files of every kind and training states.
 
-Written with ``torch.save`` (atomically) and read with ``torch.load(weights_only=True)``: besides
-the tensors everything is plain lists, dicts, strings and numbers, so loading a file cannot run
-code. Every way a file can fail to be what was asked for (missing, a folder, empty, truncated,
-text, gzip, another program's pickle or checkpoint, a newer format, a model of another kind)
-raises one line naming the file and why: :class:`ModelFileError` for model files,
-:class:`StateFileError` for a training state.
+Written with ``torch.save`` (atomically, with Ctrl-C held back until the file is whole) and read
+with ``torch.load(weights_only=True)``: besides the tensors everything is plain lists, dicts,
+strings and numbers, so loading a file cannot run code. Every way a file can fail to be what was
+asked for (missing, a folder, empty, truncated, text, gzip, another program's pickle or checkpoint,
+a newer format, a model of another kind) raises one line naming the file and why:
+:class:`ModelFileError` for model files, :class:`StateFileError` for a training state.
 
 A model file is a dict with ``format_version`` and ``kind`` (:data:`~mosesrnn.io.roles.MODEL_KINDS`;
 a file without ``kind`` is an encoder-decoder's, as version 1 and 2 files are); each model family
@@ -25,6 +25,7 @@ from ..version import __version__
 from .atomic import atomic_file
 from .compressed import open_raw, read_head
 from .roles import ENCODER_DECODER, MODEL_KINDS
+from .signals import signals_deferred
 
 __all__ = ["ModelFileError", "StateFileError", "save_file", "read_model_file", "load_weights", "read_state_file",
            "model_kind", "file_digest"]
@@ -39,8 +40,9 @@ class StateFileError(ValueError):
 
 
 def save_file(path: str, contents: dict) -> None:
-    """Write ``contents`` (tensors and plain values) to ``path`` with ``torch.save``, atomically."""
-    with atomic_file(path) as stream:
+    """Write ``contents`` (tensors and plain values) to ``path`` with ``torch.save``, atomically; Ctrl-C and
+    SIGTERM wait until the file is whole (:mod:`mosesrnn.io.signals`)."""
+    with signals_deferred(), atomic_file(path) as stream:
         torch.save(contents, stream)
 
 

@@ -22,12 +22,16 @@ role                      what the job does with it
 ========================  =====================================================================
 
 ``companions``: files named PATH + suffix that go with a path (a scored table's ``.json``
-sidecar, its resumable ``.part``); an input's companions may be read when they exist, an
-output's are outputs too.
+sidecar, its resumable ``.part``); an input's companions may be read when they exist and are
+inputs in every sense (no output may be one), an output's are outputs too.
+
+``label``: what the run calls the path (``--word-scores``, ``TABLE``), for messages; a command's
+options and an API function's arguments give it (:meth:`Role.named`), and roles compare equal
+whatever their label.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 __all__ = ["Role", "input_file", "input_folder", "model_file", "output_file", "output_folder", "output_prefix",
@@ -51,6 +55,11 @@ class Role:
     inside: tuple[str, ...] = ()
     suffixes: tuple[str, ...] = ()
     model_kind: str | None = None
+    label: str = field(default="", compare=False)
+
+    def named(self, label: str) -> "Role":
+        """This role, for the path the run calls ``label`` (an option, an argument)."""
+        return replace(self, label=label)
 
     def files(self, path: str) -> list[str]:
         """The files of ``path`` in this role: the path itself (or, for a prefix, PREFIX + each suffix)."""

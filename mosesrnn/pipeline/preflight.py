@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..features.registry import Feature
-from ..formats.sidecar import SidecarError, read_sidecar, sidecar_path
+from ..formats.sidecar import SidecarError, SidecarMismatch, read_table_sidecar, sidecar_path
 from ..text.vocab import UNK_ID
 from .shards import ShardSpec
 
@@ -32,9 +32,9 @@ def table_warnings(input_path: str) -> list[str]:
     if input_path == "-":
         return []
     try:
-        sidecar = read_sidecar(input_path)
-    except SidecarError:
-        return []  # a sidecar that is not ours says nothing about this table
+        sidecar = read_table_sidecar(input_path)
+    except (SidecarError, SidecarMismatch):
+        return []  # a sidecar that is not ours, or of another table, says nothing about this table
     if sidecar is None:
         return []
     return [f"{input_path} already has the columns {','.join(sidecar.appended_columns)} appended by `mosesrnn "

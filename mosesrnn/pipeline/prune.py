@@ -14,30 +14,42 @@ targets its ranking puts first and drops the rest:
 The table is read as Moses writes it, sorted as ``LC_ALL=C sort`` sorts whole lines (a source's
 lines are adjacent), in one pass and constant memory; a line out of that order is refused, naming
 it. Every kept line is written byte for byte, in order. A lexical reordering table of the same
-system is pruned the same way in the same pass (its lines are in the same order: Moses needs the
-two to agree), keeping exactly the pairs the phrase table keeps.
+system is pruned the same way in the same pass, keeping exactly the pairs the phrase table keeps:
+it must hold the phrase table's pairs line for line (Moses needs the two to agree), and the first
+line that differs is refused, naming both lines; the outputs appear only when both are whole, so
+a refusal half-way leaves none of them.
+
+What must agree is checked before the first line is read: the table's sidecar must describe it
+(:func:`~mosesrnn.formats.sidecar.read_table_sidecar`; it names the rnn column and is copied into
+the pruned table's), and a moses.ini's phrase-table weights must be as many as the table's scores.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
+import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
-from ..formats.moses_ini import read_weights
+from ..formats.moses_ini import parse_ini, read_ini_text, read_weights, section_values
 from ..formats.phrase_table import PhraseEntry, PhraseTableError, count_scores, format_line, read_entries
-from ..formats.sidecar import Sidecar, SidecarError, read_sidecar, write_sidecar
+from ..formats.sidecar import Sidecar, SidecarError, read_table_sidecar, write_sidecar
 from ..io.compressed import atomic_output
 from ..version import __version__
 
 __all__ = ["Ranking", "Selection", "PruneSummary", "prune_table", "sorted_groups", "margin_for_share", "ranking_for",
-           "write_pruned_sidecar", "MOSES_FLOOR"]
+           "table_sidecar", "write_pruned_sidecar", "MOSES_FLOOR"]
 
 #: Moses reads a score x as max(ln x, -100) (``FloorScore``).
 MOSES_FLOOR = -100.0
 #: The histogram of margins that --share reads its threshold from: bins of this many nats, up to 100.
 _BIN, _BINS = 0.01, 10001
+#: The names Moses gives phrase-table features (a weights file declares no features: they are told by name).
+_PHRASE_TABLE_NAME = re.compile(r"(TranslationModel|PhraseDictionary\w*|ProbingPT|Mmsapt)\d+")
+_SAME_PAIRS = ("the reordering table must hold the phrase table's pairs, line for line (the same system's two "
+               "tables, both sorted as Moses sorts them)")
 
 
 def _log(value: float) -> float:
@@ -153,44 +165,47 @@ def margin_for_share(path: str, ranking: Ranking, share: float, encoding: str = 
     return _BINS * _BIN
 
 
-class _Reordering:
-    """The lines of a reordering table, read along with the phrase table's (same order), kept when its pair is."""
+def _pair(entry: PhraseEntry) -> str:
+    return f"'{entry.source} ||| {entry.target}'"
 
-    def __init__(self, path: str, output: str, encoding: str):
-        self.path, self._lines = path, iter(read_entries(path, encoding))
-        self._next = next(self._lines, None)
+
+class _Reordering:
+    """The lines of a reordering table, read along with the phrase table's: the same pairs, line for line; each
+    kept when its pair is. A line that differs raises PhraseTableError naming both (the outputs are then
+    removed, unfinished, by their atomic writers)."""
+
+    def __init__(self, path: str, output: str, encoding: str, table: str):
+        self.path, self.table, self._lines = path, table, iter(read_entries(path, encoding))
         self._output = atomic_output(output)
-        self.stream, self.lines, self.kept, self._previous = None, 0, 0, b""
+        self.stream, self.lines, self.kept = None, 0, 0
 
     def __enter__(self) -> "_Reordering":
         self.stream = self._output.__enter__()
         return self
 
     def __exit__(self, *exc_info) -> None:
-        if exc_info[0] is None:
-            while self._next is not None:  # pairs the phrase table lacks: Moses never looks them up
-                self._advance()
         self._output.__exit__(*exc_info)
 
-    def _advance(self) -> PhraseEntry:
-        entry, self._next = self._next, next(self._lines, None)
-        key = _key(entry)
-        if key < self._previous:
-            raise PhraseTableError(self.path, entry.line_no, "out of order: the reordering table must be sorted as "
-                                   "the phrase table is (LC_ALL=C sort)")
-        self._previous, self.lines = key, self.lines + 1
-        return entry
-
     def pair(self, entry: PhraseEntry, kept: bool) -> None:
-        """Write the reordering line of ``entry``'s pair if the phrase table keeps it (skipping pairs it lacks)."""
-        key = _key(entry)
-        while self._next is not None and _key(self._next) < key:
-            self._advance()
-        if self._next is not None and _key(self._next) == key:
-            line = self._advance()
-            if kept:
-                self.stream.write(format_line(line).encode("utf-8"))
-                self.kept += 1
+        """Write the reordering line of ``entry``'s pair if the phrase table keeps it."""
+        line = next(self._lines, None)
+        if line is None:
+            raise PhraseTableError(self.path, self.lines + 1, f"the reordering table ends, but {self.table}:"
+                                   f"{entry.line_no} holds {_pair(entry)}: {_SAME_PAIRS}")
+        if _key(line) != _key(entry):
+            raise PhraseTableError(self.path, line.line_no, f"{_pair(line)}, but {self.table}:{entry.line_no} holds "
+                                   f"{_pair(entry)}: {_SAME_PAIRS}")
+        self.lines += 1
+        if kept:
+            self.stream.write(format_line(line).encode("utf-8"))
+            self.kept += 1
+
+    def finish(self) -> None:
+        """Raise PhraseTableError if the reordering table goes on after the phrase table's last line."""
+        extra = next(self._lines, None)
+        if extra is not None:
+            raise PhraseTableError(self.path, extra.line_no, f"{_pair(extra)}, but the phrase table {self.table} "
+                                   f"ends at line {extra.line_no - 1}: {_SAME_PAIRS}")
 
 
 def prune_table(path: str, output: str, ranking: Ranking, selection: Selection, *,
@@ -204,7 +219,7 @@ def prune_table(path: str, output: str, ranking: Ranking, selection: Selection, 
     margin = margin_for_share(path, ranking, selection.share, encoding) if selection.share is not None else None
     chosen = Selection(margin=margin) if margin is not None else selection
     lines = kept = sources = 0
-    with atomic_output(output) as stream, (_Reordering(reordering, reordering_output, encoding) if reordering
+    with atomic_output(output) as stream, (_Reordering(reordering, reordering_output, encoding, path) if reordering
                                            else _NoReordering()) as moved:
         for group in sorted_groups(path, encoding):
             decisions = chosen.keep([ranking.score(path, entry) for entry in group])
@@ -215,6 +230,7 @@ def prune_table(path: str, output: str, ranking: Ranking, selection: Selection, 
             lines, kept, sources = lines + len(group), kept + sum(decisions), sources + 1
             if progress:
                 progress(lines)
+        moved.finish()
     return PruneSummary(lines, kept, sources, margin, *((moved.lines, moved.kept) if reordering else (None, None)))
 
 
@@ -228,33 +244,27 @@ class _NoReordering:
     def pair(self, entry: PhraseEntry, kept: bool) -> None:
         """Nothing to keep in step."""
 
+    def finish(self) -> None:
+        """Nothing to finish."""
+
 
 def ranking_for(table: str, column: int | None = None, weights: str | None = None, feature: str | None = None,
                 encoding: str = "utf-8") -> Ranking:
-    """The ranking a pruning asks for: score ``column``; the weights of a tuned moses.ini (its group ``feature``,
-    or the one group with as many weights as the table has scores); else the rnn column the table's sidecar
-    names. Raises ValueError saying what to give when none fits."""
+    """The ranking a pruning asks for: score ``column``; the phrase-table weights of a tuned moses.ini (its
+    feature ``feature``, or the phrase table it declares); else the rnn column the table's sidecar names.
+
+    The table's sidecar is checked against the table whichever the ranking (the pruned table's sidecar copies
+    it). Raises ValueError saying what to give when none fits, or what disagrees: a sidecar of another table,
+    phrase-table weights that are not as many as the table's scores.
+    """
     if column is not None and weights is not None:
         raise ValueError("rank by --column or by --weights, not both")
+    sidecar = table_sidecar(table, encoding)
     if weights is not None:
-        groups = read_weights(weights)
-        width = count_scores(table, encoding)
-        if feature is not None:
-            if feature not in groups:
-                raise ValueError(f"{weights} has no weights of {feature} (it has {', '.join(groups)})")
-            return Ranking(f"the {feature} weights of {os.path.basename(weights)}", weights=groups[feature])
-        fitting = [name for name, values in groups.items() if len(values) == width]
-        if len(fitting) != 1:
-            raise ValueError(f"{weights}: {len(fitting) or 'no'} weight groups have the table's {width} scores "
-                             f"({', '.join(fitting) or ', '.join(f'{n} {len(v)}' for n, v in groups.items())}): "
-                             f"name the phrase table's with --feature")
-        return Ranking(f"the {fitting[0]} weights of {os.path.basename(weights)}", weights=groups[fitting[0]])
+        name, values = _phrase_table_weights(weights, table, feature, encoding)
+        return Ranking(f"the {name} weights of {os.path.basename(weights)}", weights=values)
     if column is not None:
         return Ranking(f"score column {column}", column=column)
-    try:
-        sidecar = read_sidecar(table)
-    except SidecarError:
-        sidecar = None
     columns = list(sidecar.appended_columns) if sidecar else []
     if "rnn" not in columns:
         raise ValueError(f"{table}: no rnn column named in its sidecar ({table}.json, which `mosesrnn score` writes): "
@@ -262,15 +272,73 @@ def ranking_for(table: str, column: int | None = None, weights: str | None = Non
     return Ranking("the rnn column", column=columns.index("rnn") - len(columns))
 
 
+def table_sidecar(table: str, encoding: str = "utf-8") -> Sidecar | None:
+    """The sidecar of the table to prune, checked against it (a sidecar of another table raises
+    :class:`~mosesrnn.formats.sidecar.SidecarMismatch`); None without one, or for a file that is not one."""
+    try:
+        return read_table_sidecar(table, encoding)
+    except SidecarError:
+        return None
+
+
+def _phrase_table_weights(ini: str, table: str, feature: str | None, encoding: str) -> tuple[str, tuple[float, ...]]:
+    """The name and weights of the phrase table's feature in the moses.ini (or weights file) ``ini``: ``feature``,
+    or the one phrase table it has (of several, the one with as many weights as ``table`` has scores). Raises
+    ValueError naming the file, the feature and both counts when the weights are not as many as the scores."""
+    groups, tables = read_weights(ini), _phrase_tables(ini)
+    width = count_scores(table, encoding)
+    if feature is not None:
+        if feature not in groups:
+            raise ValueError(f"{ini} has no weights of {feature} (it has {', '.join(groups)})")
+        if tables is not None and feature not in tables:
+            raise ValueError(f"{ini}: {feature} is not a phrase table (its phrase tables: "
+                             f"{', '.join(tables) or 'none'}): name the phrase table's feature with --feature")
+        chosen = feature
+    else:
+        named = [name for name in groups
+                 if (name in tables if tables is not None else _PHRASE_TABLE_NAME.fullmatch(name))]
+        if len(named) > 1:
+            fitting = [name for name in named if len(groups[name]) == width]
+            if len(fitting) != 1:
+                raise ValueError(f"{ini}: {len(fitting) or 'none'} of its phrase tables "
+                                 f"({', '.join(f'{n} {len(groups[n])}' for n in named)} weights) have the {width} "
+                                 f"scores of {table}: name the table's feature with --feature")
+            named = fitting
+        if not named:
+            raise ValueError(f"{ini}: no phrase table's weights among {', '.join(groups) or 'none'}: name the "
+                             f"phrase table's feature with --feature")
+        chosen = named[0]
+    if len(groups[chosen]) != width:
+        raise ValueError(f"{ini}: the phrase table {chosen} has {len(groups[chosen])} weights, but {table} has "
+                         f"{width} scores a line: give the moses.ini tuned for this table (for a scored table, "
+                         f"one that `mosesrnn moses-ini` pointed at it)")
+    return chosen, groups[chosen]
+
+
+def _phrase_tables(ini: str) -> list[str] | None:
+    """The names of the phrase-table features a moses.ini declares in ``[feature]`` (a feature without ``name=``
+    is named as Moses names it: its type and a counter, ``PhraseDictionaryMemory0``); None without a
+    ``[feature]`` section (a file of weight lines)."""
+    lines = parse_ini(read_ini_text(ini))
+    if not any(line.section == "feature" for line in lines):
+        return None
+    names, unnamed = [], Counter()
+    for line in section_values(lines, "feature"):
+        kind, *arguments = line.value.split()
+        name = dict(argument.partition("=")[::2] for argument in arguments).get("name")
+        if name is None:
+            name, unnamed[kind] = f"{kind}{unnamed[kind]}", unnamed[kind] + 1
+        if kind.startswith("PhraseDictionary") or kind in ("ProbingPT", "Mmsapt"):
+            names.append(name)
+    return names
+
+
 def write_pruned_sidecar(table: str, output: str, ranking: Ranking, selection: Selection,
                          summary: PruneSummary) -> None:
     """``OUTPUT.json``: the input's sidecar (its scoring, if it was scored) with the lines kept and how."""
     if output == "-":
         return
-    try:
-        source = read_sidecar(table)
-    except SidecarError:
-        source = None
+    source = table_sidecar(table)
     pruned = {"input": os.path.abspath(table), "by": ranking.name, "selection": selection.describe(),
               "lines": summary.lines, "kept": summary.kept, "sources": summary.sources,
               **({"margin": summary.margin} if summary.margin is not None else {}),

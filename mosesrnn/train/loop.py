@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from ..io.model_store import read_state_file, save_file
+from ..io.signals import signals_deferred
 from ..runtime.devices import resolve_device
 from ..runtime.progress import Progress
 from . import distributed
@@ -297,6 +298,7 @@ class Loop:
                      ", best so far" if improved else "")
         self.save()
 
+    @signals_deferred()  # a second Ctrl-C waits until last.pt and its state are both whole
     def save(self) -> None:
         """Write last.pt, then the training state that matches it (rank 0 alone)."""
         if not self.ranks.main:
