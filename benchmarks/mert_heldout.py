@@ -17,8 +17,8 @@ import numpy as np
 
 from mosesrnn.tuning.bleu import BleuStatistics
 from mosesrnn.tuning.mert import MertOptions, mert
+from mosesrnn.tuning.nbest_mert import read_references, starting_weights
 from mosesrnn.tuning.problem import TuningProblem, load_nbest
-from mosesrnn.tuning.tune import read_references, starting_weights
 
 TATOEBA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "tatoeba-moses-en-fr"
 #: In decoding order: the initial weights are those of the last list.

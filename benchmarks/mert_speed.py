@@ -12,8 +12,8 @@ from pathlib import Path
 
 from mosesrnn.tuning.bleu import BleuStatistics
 from mosesrnn.tuning.mert import MertOptions, mert
+from mosesrnn.tuning.nbest_mert import read_references
 from mosesrnn.tuning.problem import load_nbest
-from mosesrnn.tuning.tune import read_references
 
 TATOEBA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "tatoeba-moses-en-fr"
 #: In decoding order: the initial weights are those of the last list.

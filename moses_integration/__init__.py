@@ -1,17 +1,19 @@
-"""Using mosesrnn's feature columns in Moses: moses.ini rewriting, binarization, re-tuning.
+"""Everything of mosesrnn that knows Moses, in one wing: the moses.ini, its weights, Moses' programs, tuning.
 
-The only code of mosesrnn that calls Moses, and a library: it knows nothing of the command line
-(the commands ``moses-ini``, ``binarize``, ``mert-moses``, ``mert-report`` and ``tune`` live in
-:mod:`mosesrnn.cli.moses` and call it). The moses.ini format itself is :mod:`mosesrnn.formats.moses_ini`.
+A library: it knows nothing of the command line. The commands ``moses-ini``, ``binarize``, ``tune`` and
+``mert-report`` (:mod:`mosesrnn.cli.moses`) parse their options and call one function here each.
+
+- :mod:`.ini_format`: the moses.ini format, lines as Moses reads them, and the weights (``Name= v1 v2``
+  lines): one reader and one writer. The wing's lowest floor, the only module of it that mosesrnn's
+  own modules may import (``mosesrnn mert`` and ``mosesrnn prune`` read weights);
+- :mod:`.ini_update`: the one moses.ini updater (``moses-ini``): a phrase table pointed at a scored
+  table with its new columns' weights, every path made absolute (:mod:`.ini_paths`), a NeuralLM
+  feature added (:mod:`.neural_lm`); the new columns' initial weights come from :mod:`.new_columns`;
+- :mod:`.binarize`: the binarized tables (``processPhraseTableMin``, ``CreateOnDiskPt``);
+- :mod:`.tools`: finding and running Moses' programs; :mod:`.mert_moses`: ``mert-moses.pl`` and the
+  decoder, one run at a time; :mod:`.mert_report`: a tuning's iterations and their weights;
+- :mod:`.route`: the ``tune`` command: its plan, its stages, its report.
+
+Modules import from their own package (``from moses_integration.ini_update import update_moses_ini``);
+this one imports nothing, so that reading weights does not load the rest of the wing.
 """
-from .binarize import binarize_table
-from .ini_paths import absolute_paths
-from .mert_moses import MertSettings, find_tools
-from .mert_report import apply_iteration, read_tuning
-from .moses_ini import update_moses_ini
-from .new_columns import DEFAULT_WEIGHTS, new_column_weights
-from .route import RoutePlan, run_route
-from .tools import MosesToolError
-
-__all__ = ["DEFAULT_WEIGHTS", "MosesToolError", "MertSettings", "RoutePlan", "absolute_paths", "apply_iteration",
-           "binarize_table", "find_tools", "new_column_weights", "read_tuning", "run_route", "update_moses_ini"]

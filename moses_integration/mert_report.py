@@ -22,14 +22,17 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
-from mosesrnn.formats.moses_ini import MosesIniError, read_ini_text, read_weights, replace_weights
 from mosesrnn.io.compressed import atomic_output, read_bytes
 from mosesrnn.tuning.bleu import file_bleu
 
+from .ini_format import MosesIniError, read_ini_text, read_weights, replace_weights
+from .route.report import compare_with
+from .route.report_file import REPORT_JSON, markdown, read_report
+
 __all__ = ["Iteration", "Tuning", "tuning_dirs", "read_tuning", "choose_iteration", "weights_table",
-           "format_tuning", "apply_iteration"]
+           "format_tuning", "apply_iteration", "report_work_dir"]
 
 _RUN_INI = re.compile(r"^run(\d+)\.moses\.ini$")
 _LOGGED_BLEU = (re.compile(r"Best point:\s*[\s\d.eE+\-]+?\s*=> ([\-\d.]+)"),  # mert
@@ -68,7 +71,7 @@ def _natural(name: str) -> tuple:
 
 def tuning_dirs(work_dir: str) -> list[str]:
     """``work_dir`` if it is a mert-moses.pl working directory, else its subfolders that are
-    (``run1``, ``run2``, ``baseline-run1``... as ``mosesrnn mert-moses`` makes them)."""
+    (``run1``, ``run2``, ``baseline-run1``... as ``mosesrnn tune`` makes them)."""
     if _iteration_numbers(work_dir):
         return [work_dir]
     found = [os.path.join(work_dir, name) for name in sorted(os.listdir(work_dir), key=_natural)
@@ -176,7 +179,7 @@ def format_tuning(tuning: Tuning) -> str:
 def apply_iteration(iteration: Iteration, full_ini: str, output: str) -> None:
     """Write ``output``: the full (unfiltered) ``full_ini`` with ``iteration``'s weights.
 
-    Only the ``[weight]`` lines change (see :func:`~mosesrnn.formats.moses_ini.replace_weights`);
+    Only the ``[weight]`` lines change (see :func:`~moses_integration.ini_format.replace_weights`);
     the output appears atomically. Raises MosesIniError if the iteration's ini holds no weights.
     """
     if not iteration.weights:
@@ -185,3 +188,35 @@ def apply_iteration(iteration: Iteration, full_ini: str, output: str) -> None:
     text = replace_weights(read_ini_text(full_ini), iteration.weights, full_ini)
     with atomic_output(output) as stream:
         stream.write(text.encode("utf-8"))
+
+
+def report_work_dir(work_dir: str, show: Callable[[str], None], dev_ref: str | None = None, tokenize: str = "none",
+                    against: str | None = None, which: str | None = None, full_ini: str | None = None,
+                    output: str | None = None) -> Iteration | None:
+    """Show (``show``, a text at a time) what ``work_dir`` holds, and apply one of its iterations: what
+    ``mosesrnn mert-report`` does.
+
+    For a finished ``mosesrnn tune``, first its report (``report.json`` as Markdown; with ``against``, every
+    stage compared with that one instead of the baseline); then every tuning's iterations
+    (:func:`format_tuning`, with ``dev_ref`` the BLEU of each decoded dev set). Given ``which`` (a number,
+    ``best`` or ``last``), writes ``output``: ``full_ini`` with that iteration's weights
+    (:func:`apply_iteration`), and returns the iteration. Raises ValueError for a folder of several
+    tunings with ``which``, and ``against`` without a tune report or naming no stage of it.
+    """
+    report = os.path.join(work_dir, REPORT_JSON)
+    if os.path.isfile(report):
+        route = read_report(report)
+        if against is not None:
+            route = compare_with(route, against, tokenize)
+        show(markdown(route, against or "baseline"))
+    elif against is not None:
+        raise ValueError(f"--against compares the stages of a `mosesrnn tune` report: {report} is missing")
+    tunings = [read_tuning(directory, dev_ref, tokenize) for directory in tuning_dirs(work_dir)]
+    if which is not None and len(tunings) > 1:
+        raise ValueError(f"{work_dir} holds {len(tunings)} tunings: --apply to one of them, e.g. {tunings[0].path}")
+    show("\n\n".join(format_tuning(tuning) for tuning in tunings))
+    if which is None:
+        return None
+    chosen = choose_iteration(tunings[0], which)
+    apply_iteration(chosen, full_ini, output)
+    return chosen

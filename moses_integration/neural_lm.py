@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from mosesrnn.formats.moses_ini import MosesIniError, parse_ini, section_values, split_comment
+from moses_integration.ini_format import MosesIniError, parse_ini, section_values, split_comment
 from mosesrnn.io.compressed import read_head
 
 from .ini_paths import check_no_space

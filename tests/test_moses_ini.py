@@ -1,4 +1,4 @@
-"""Tests of moses_integration.moses_ini on real moses.ini files (see tests/data/moses/README.md)."""
+"""Tests of moses_integration.ini_update, the moses.ini updater, on real moses.ini files (tests/data/moses/)."""
 import difflib
 import gzip
 import re
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from moses_integration.moses_ini import phrase_tables, rewrite_ini, update_moses_ini
+from moses_integration.ini_format import MosesIniError, parse_ini, phrase_tables, read_weights
+from moses_integration.ini_update import rewrite_ini, update_moses_ini
 from moses_integration.new_columns import DEFAULT_WEIGHTS, new_column_weights, scored_columns
 from mosesrnn.cli.moses import moses_ini
-from mosesrnn.formats.moses_ini import MosesIniError, parse_ini, read_weights
 from mosesrnn.formats.sidecar import Sidecar, write_sidecar
 
 DATA = Path(__file__).parent / "data" / "moses"
@@ -197,7 +197,7 @@ def test_real_ini_converts_or_is_refused(name, tmp_path):
     tables = {t.name: t for t in phrase_tables(parse_ini(old_text))}
     chosen = feature or next(iter(tables))
     table = table_with_columns(tmp_path, tables[chosen].num_features + len(ADDED))
-    update = update_moses_ini(str(source), table, str(output), weights=ADDED, feature=feature)
+    update = update_moses_ini(str(source), table, str(output), weights=ADDED, feature=feature).update
     assert update.feature == chosen
     expected_path = table if tables[chosen].type == "PhraseDictionaryMemory" else update.table_path
     check_converted(old_text, output.read_text(encoding="utf-8"), chosen, expected_path)
@@ -254,7 +254,7 @@ def test_a_tuned_ini_pointed_at_its_pruned_table_keeps_its_weights(tmp_path):
                                   mosesrnn_version="0.3.0", input=str(MINI_TABLE), input_bytes=1234, shard="1/1",
                                   first_line=1, last_line=3, lines=3, total_lines=3, bytes=99,
                                   appended_columns=("rnn", "unk"), features=("rnn(model=1a2b)", "unk(side=both)")))
-    update = update_moses_ini(str(tuned), pruned, str(tmp_path / "pruned.ini"))
+    update = update_moses_ini(str(tuned), pruned, str(tmp_path / "pruned.ini")).update
     assert update.weights == () and update.old_num_features == update.new_num_features == 7
     before, after = tuned.read_text(encoding="utf-8"), (tmp_path / "pruned.ini").read_text(encoding="utf-8")
     assert after == before.replace(str(MINI_TABLE), pruned)
@@ -370,9 +370,9 @@ def test_column_names_come_from_the_scorers_sidecar(tmp_path):
                                  first_line=1, last_line=2, lines=2, total_lines=2, bytes=99,
                                  appended_columns=("unk",), features=("unk(side=both,vocab=1a2b)",)))
     assert scored_columns(table) == ("unk",)
-    update = update_moses_ini(str(MINI_INI), table, str(tmp_path / "new.ini"))
+    update = update_moses_ini(str(MINI_INI), table, str(tmp_path / "new.ini")).update
     assert update.weights == (-0.1,) and update.new_num_features == 6
-    explicit = update_moses_ini(str(MINI_INI), table, str(tmp_path / "new2.ini"), features=["rnn"])
+    explicit = update_moses_ini(str(MINI_INI), table, str(tmp_path / "new2.ini"), features=["rnn"]).update
     assert explicit.weights == (0.1,)
     with pytest.raises(ValueError, match=r"--add 2, but the appended columns are unk \(1\)"):
         update_moses_ini(str(MINI_INI), table, str(tmp_path / "new3.ini"), add=2)

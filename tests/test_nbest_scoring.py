@@ -12,7 +12,7 @@ from mosesrnn.encdec.model_file import load_trained_model
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.features.unk import UnknownWordFeature
 from mosesrnn.formats.nbest import NbestError, parse_line
-from mosesrnn.pipeline.nbest import Hypothesis, score_nbest
+from mosesrnn.pipeline.nbest import NbestPair, score_nbest
 
 torch.set_num_threads(1)
 
@@ -40,7 +40,7 @@ def test_values_are_appended_raw_and_nothing_else_changes(trained, tmp_path):
     assert summary.lines == len(before) == len(after) and summary.sentences == 30
     sources = SOURCE.read_text(encoding="utf-8").splitlines()
     entries = [parse_line(line + "\n", "x", i) for i, line in enumerate(before, 1)]
-    pairs = [Hypothesis(sources[e.sentence_id], e.hypothesis) for e in entries]
+    pairs = [NbestPair(sources[e.sentence_id], e.hypothesis) for e in entries]
     expected_rnn, expected_unk = features[0].values(pairs), features[1].values(pairs)
     for old, new, rnn, unk in zip(before, after, expected_rnn, expected_unk):
         old_fields, new_fields = old.split("|||"), new.split("|||")
@@ -138,7 +138,7 @@ def test_reverse_model_adds_rnn_rev0(trained, tmp_path):
     assert result.exit_code == 0, result.output
     first = parse_line(read_lines(out)[0] + "\n", "x", 1)
     sources = SOURCE.read_text(encoding="utf-8").splitlines()
-    pair = [Hypothesis(sources[first.sentence_id], first.hypothesis)]
+    pair = [NbestPair(sources[first.sentence_id], first.hypothesis)]
     expected = RNNFeature(load_trained_model(reverse), direction="target-to-source").values(pair)[0]
     labels = read_lines(out)[0].split("|||")[2].split()
     assert labels[-4] == "RNN0=" and labels[-2] == "RNN_REV0="

@@ -1,16 +1,21 @@
-"""The care is enforced, not promised: every command and API function declares its files, and only the
-input/output floor opens them.
+"""The care is enforced, not promised: imports point down the floors, every command and API function
+declares its files, and only the input/output floor opens them.
 
-Three walks keep it so: over the source (no file opened, no torch file read or written, outside
-``mosesrnn/io/``; ``moses_integration`` without the command line; one reader of each format), over
-every command's parameters (a path is a :class:`~mosesrnn.cli.paths.PathParam` with its role), and
-over the API (every path argument declared). Then the runtime check itself: a command that reads or
-writes a file its parameters do not declare fails.
+Walks keep it so: over the source (every import points down the floors of docs/architecture.md; no file
+opened, no torch file read or written, outside ``mosesrnn/io/``; ``moses_integration`` without the
+command line; one reader and writer of each format, one moses.ini updater; every registry entry
+resolves), over every command's parameters (a path is a :class:`~mosesrnn.cli.paths.PathParam` with
+its role), and over the API (every path argument declared). Then the runtime check itself: a command
+that reads or writes a file its parameters do not declare fails.
 """
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -86,17 +91,174 @@ def test_no_command_builds_its_own_job():
 
 
 @pytest.mark.parametrize("function", ["read_weights", "read_sidecar", "write_sidecar", "read_model_file",
-                                      "read_state_file", "weights_text"])
+                                      "read_state_file", "weights_text", "replace_weights", "read_ini_text",
+                                      "parse_ini", "phrase_tables", "rewrite_ini", "update_moses_ini"])
 def test_one_definition_of_each_reader_and_writer(function):
     defined = [f"{path.relative_to(ROOT)}" for path, tree in modules(*PACKAGES) for node in ast.walk(tree)
                if isinstance(node, ast.FunctionDef) and node.name == function]
     assert len(defined) == 1, defined
 
 
+#: What rewrites a moses.ini's text, each a step of the one updater (moses_integration/ini_update.py).
+INI_REWRITING = {"rewrite_ini", "updated_ini", "absolute_paths", "with_neural_lm", "add_neural_lm"}
+
+
+def test_the_command_line_rewrites_a_moses_ini_only_through_the_one_updater():
+    """``moses-ini`` calls :func:`~moses_integration.ini_update.update_moses_ini`, and no command assembles a
+    rewrite of its own from the updater's steps."""
+    called = {}
+    for path, tree in modules("mosesrnn/cli"):
+        names = {_call_name(node).rsplit(".", 1)[-1] for node in ast.walk(tree) if isinstance(node, ast.Call)}
+        called[path.name] = names
+        assert not names & INI_REWRITING, f"{path.relative_to(ROOT)} rewrites a moses.ini itself: " \
+                                          f"{sorted(names & INI_REWRITING)}; call update_moses_ini"
+    assert "update_moses_ini" in called["moses.py"]
+
+
 def test_the_version_lives_in_one_module():
     assigned = [f"{path.relative_to(ROOT)}" for path, tree in modules(*PACKAGES) for node in ast.walk(tree)
                 if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__version__" for t in node.targets)]
     assert assigned == ["mosesrnn/version.py"]
+
+
+# -- the floors --------------------------------------------------------------------------------------
+
+
+def doc_floors() -> list[tuple[str, ...]]:
+    """The floors of docs/architecture.md, top to bottom, each the module prefixes of its rooms: the first
+    code block after "imports point down", ``a → b, c → d`` (names inside mosesrnn/ unless they start with
+    ``moses_integration``; ``__init__`` is the package's own)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    chain = re.search(r"imports point down.*?```\n(.*?)\n```", text, re.S | re.I)
+    assert chain, "docs/architecture.md lost its chain of floors"
+    floors = []
+    for floor in " ".join(chain[1].split()).split("→"):
+        rooms = [name.strip() for name in floor.split(",")]
+        floors.append(tuple("mosesrnn" if name == "__init__" else name if name.startswith("moses_integration")
+                            else f"mosesrnn.{name}" for name in rooms))
+    return floors
+
+
+#: Imports that point up or sideways, each by name (importer, imported; module prefixes) with its reason.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("mosesrnn.formats.nplm", "mosesrnn.cslm.model"): "the NPLM writer reads the CSLM's attributes (issue 32, item 2 "
+                                                      "gives it plain arrays)",
+    ("mosesrnn.formats.nplm", "mosesrnn.text.vocab"): "the NPLM writer takes PAD from the vocabulary (issue 32, "
+                                                      "item 2)",
+}
+
+
+def _module_names() -> dict[str, tuple[Path, bool]]:
+    """Every module of both packages by its dotted name: (its file, whether it is a package's __init__)."""
+    names = {}
+    for path, _ in modules(*PACKAGES):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        package = parts[-1] == "__init__"
+        names[".".join(parts[:-1] if package else parts)] = (path, package)
+    return names
+
+
+def _imported(module: str, package: bool, node: ast.AST, known) -> list[str]:
+    """The modules of ours an import statement names (``from . import x``: the module x, if it is one)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        base = module.split(".") if package else module.split(".")[:-1]
+        if node.level:
+            base = base[:len(base) - node.level + 1]
+        source = ".".join(base + [node.module] if node.module else base) if node.level else node.module
+        names = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in known else source for alias in node.names]
+    return [name for name in names if name.split(".")[0] in PACKAGES]
+
+
+def _room(module: str, floors) -> tuple[int, str] | None:
+    """(floor, room) of a module: the longest room name it lies in."""
+    found = [(len(room), level, room) for level, rooms in enumerate(floors) for room in rooms
+             if module == room or module.startswith(room + ".")]
+    return max(found)[1:] if found else None
+
+
+def import_arrows() -> list[tuple[str, str, int]]:
+    """Every import of our modules between two rooms: (importer, imported, line), lazy imports included."""
+    known, floors, arrows = _module_names(), doc_floors(), set()
+    for module, (path, package) in known.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                arrows |= {(module, name, node.lineno) for name in _imported(module, package, node, known)
+                           if _room(name, floors) != _room(module, floors)}
+    return sorted(arrows)
+
+
+def test_every_module_lies_on_a_floor():
+    floors = doc_floors()
+    unplaced = sorted(module for module in _module_names() if _room(module, floors) is None)
+    assert unplaced == [], f"modules on no floor of docs/architecture.md: {unplaced}"
+
+
+def test_imports_point_down_the_floors():
+    floors = doc_floors()
+    wrong = [f"{importer} (line {line}) imports {imported}: {_room(importer, floors)[1]} is on floor "
+             f"{_room(importer, floors)[0]}, {_room(imported, floors)[1]} on {_room(imported, floors)[0]}"
+             for importer, imported, line in import_arrows()
+             if _room(imported, floors)[0] <= _room(importer, floors)[0]
+             and not any(importer.startswith(a) and imported.startswith(b) for a, b in EXCEPTIONS)]
+    assert wrong == [], "imports that do not point down (floors counted from the top):\n" + "\n".join(wrong)
+
+
+def test_every_exception_is_still_taken():
+    arrows = {(importer, imported) for importer, imported, _ in import_arrows()}
+    stale = [pair for pair in EXCEPTIONS if not any(i.startswith(pair[0]) and d.startswith(pair[1])
+                                                    for i, d in arrows)]
+    assert stale == [], f"exceptions no import takes any more: remove them: {stale}"
+
+
+def test_the_floors_are_the_folders():
+    """Every folder of mosesrnn/ is a room of the floors (a new folder gets its floor in the docs)."""
+    rooms = {room for floor in doc_floors() for room in floor}
+    folders = {f"mosesrnn.{path.name}" for path in (ROOT / "mosesrnn").iterdir()
+               if path.is_dir() and (path / "__init__.py").exists()}
+    assert folders <= rooms, f"folders on no floor: {sorted(folders - rooms)}"
+
+
+def _imports_in_a_fresh_python(modules_to_import) -> set[str]:
+    code = (f"import sys\nfor name in {list(modules_to_import)!r}:\n    __import__(name)\n"
+            "print('\\n'.join(sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    return set(out.stdout.split())
+
+
+def test_the_wing_and_the_feature_registry_import_no_torch():
+    wing = sorted(name for name in _module_names() if name.startswith("moses_integration"))
+    loaded = _imports_in_a_fresh_python(wing + ["mosesrnn.features.registry", "mosesrnn.features.options"])
+    assert "torch" not in loaded
+
+
+def test_the_wings_lowest_floor_loads_nothing_else_of_the_wing():
+    """mosesrnn's own modules read weights through moses_integration.ini_format without the rest of the wing."""
+    loaded = _imports_in_a_fresh_python(["moses_integration.ini_format"])
+    assert sorted(name for name in loaded if name.startswith("moses_integration")) == \
+        ["moses_integration", "moses_integration.ini_format"]
+
+
+# -- the registries ----------------------------------------------------------------------------------
+
+
+def registry_entries() -> list[tuple[str, str]]:
+    """Every ``module:name`` string of every registry, as (where, target): built lazily, so no import follows them."""
+    from mosesrnn.encdec.architectures import ARCHITECTURES
+    from mosesrnn.features.registry import FEATURES
+    entries = [(f"FEATURES[{name!r}].builder", spec.builder) for name, spec in FEATURES.items()]
+    for name, architecture in ARCHITECTURES.items():
+        entries += [(f"ARCHITECTURES[{name!r}].encoder", architecture.encoder),
+                    (f"ARCHITECTURES[{name!r}].decoder", architecture.decoder)]
+    return entries
+
+
+@pytest.mark.parametrize("where,target", registry_entries(), ids=[where for where, _ in registry_entries()])
+def test_every_registry_entry_resolves(where, target):
+    module, colon, name = target.partition(":")
+    assert colon and module and name, f"{where} = {target!r} is not 'module:name'"
+    assert callable(getattr(importlib.import_module(module), name, None)), f"{where}: {target} is not there"
 
 
 # -- every command's parameters ----------------------------------------------------------------------

@@ -16,7 +16,7 @@ from mosesrnn.encdec.model_file import TrainedModel, load_trained_model, save_tr
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.nbest import parse_line
 from mosesrnn.formats.phrase_table import read_entries, table_value
-from mosesrnn.pipeline.nbest import Hypothesis
+from mosesrnn.pipeline.nbest import NbestPair
 from mosesrnn.text.codec import Codec, CodecPair
 from mosesrnn.text.subwords import load_vocab_dir, piece_vocabulary, save_vocab_dir, train_subwords
 from mosesrnn.text.tokenizers import SentencePieceTokenizer, tokenizer_from_dict, words
@@ -200,7 +200,7 @@ def test_subword_scores_are_the_same_through_score_and_nbest(trained, tmp_path):
     sentences = source.read_text(encoding="utf-8").splitlines()
     with gzip.open(nbest, "rt", encoding="utf-8") as lines:
         entries = [parse_line(line, "x", i) for i, line in enumerate(lines, 1)]
-    pairs = [Hypothesis(sentences[e.sentence_id], e.hypothesis) for e in entries]
+    pairs = [NbestPair(sentences[e.sentence_id], e.hypothesis) for e in entries]
     with gzip.open(table, "wt", encoding="utf-8") as out:
         out.writelines(f"{pair.source} ||| {pair.target} ||| 1\n" for pair in pairs)
     runner = CliRunner()

@@ -15,17 +15,19 @@ import shutil
 import statistics
 from pathlib import Path
 
+import click
 import pytest
 import sacrebleu
 from click.testing import CliRunner
 from conftest import DATA
 from scoring_helpers import save_tiny_model
 
+from moses_integration.ini_format import read_weights
 from moses_integration.mert_moses import MertSettings, find_tools, mert_command, relative_paths
 from moses_integration.mert_report import weights_table
+from moses_integration.route import RouteOptions
+from moses_integration.route.report_file import read_report
 from mosesrnn.cli import main
-from mosesrnn.formats.moses_ini import read_weights
-from mosesrnn.formats.tuning_report import read_report
 from mosesrnn.tuning.bleu import file_bleu
 from mosesrnn.tuning.significance import mean_std, median_run, paired_p_value
 
@@ -304,6 +306,23 @@ def test_help_explains_every_option():
                    "--tokenize", "--dry-run", "--rescore", "--rescore-baseline", "--lm", "--model", "--reverse-model",
                    "--vocab", "--nbest-size"):
         assert option in text
+
+
+def test_the_command_collects_every_option_in_one_call(tmp_path):
+    """``tune`` hands its options to RouteOptions.from_options by name: each lands in the plan, its MERT settings,
+    its rescoring or the places of Moses' programs, and a name none of them takes is refused."""
+    command = main.get_command(click.Context(main), "tune")
+    args = [str(SOURCE), str(REFERENCE), str(INI), "--test-src", str(SOURCE), "--test-ref", str(REFERENCE), "--rescore",
+            "unk", "--threads", "4", "--nbest", "50", "--also", "pruned", str(INI), "--moses-bin", str(tmp_path)]
+    context = command.make_context("tune", args)
+    options = {name: value for name, value in context.params.items() if name not in ("dry_run", "quiet")}
+    route = RouteOptions.from_options(**options)
+    assert route.plan.mert == MertSettings(threads=4, nbest=50)
+    assert route.plan.rescoring.features == ("unk",) and route.plan.rescoring.threads == 4
+    assert route.plan.others == (("pruned", str(INI)),) and route.plan.baseline_rescoring is None
+    assert route.moses_bin == str(tmp_path) and route.plan.work_dir == "tune" and route.plan.ini == str(INI)
+    with pytest.raises(TypeError, match="no option colour"):
+        RouteOptions.from_options(**options, colour="red")
 
 
 def _moses_root() -> Path:

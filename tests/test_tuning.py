@@ -6,16 +6,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from moses_stats import read_moses_init, read_moses_stats
 from sacrebleu.metrics.bleu import BLEU
 
-from mosesrnn.cli.tuning import mert as mert_command
-from mosesrnn.cli.tuning import rerank as rerank_command
-from mosesrnn.formats.moses_ini import read_weights, weights_text
+from moses_integration.ini_format import read_weights, weights_text
+from mosesrnn.cli.mert import mert as mert_command
+from mosesrnn.cli.mert import rerank as rerank_command
 from mosesrnn.formats.nbest import NbestError, group_by_sentence, read_nbest
 from mosesrnn.tuning.bleu import BleuStatistics, bleu_scores
 from mosesrnn.tuning.envelope import upper_envelope, upper_envelopes
 from mosesrnn.tuning.mert import MertOptions, evaluate, line_search, mert
-from mosesrnn.tuning.moses_stats import read_moses_init, read_moses_stats
 from mosesrnn.tuning.problem import TuningProblem, load_nbest
 from mosesrnn.tuning.rerank import rerank
 from mosesrnn.tuning.vectors import named_weights, weights_vector

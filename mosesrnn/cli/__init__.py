@@ -15,12 +15,12 @@ from .common import CommandGroup
 from .generate import augment, sample, translate
 from .lm import lm
 from .merge import merge
+from .mert import mert, rerank
 from .moses import binarize, mert_report, moses_ini, tune
 from .nbest import nbest
 from .prune import prune
 from .score import score
 from .train import train
-from .tuning import mert, rerank
 from .vocab import vocab
 
 __all__ = ["main", "run"]

@@ -1,7 +1,7 @@
-"""The commands that put the features into Moses: ``moses-ini``, ``binarize``, ``mert-moses``, ``mert-report``.
+"""The commands that put the features into Moses: ``moses-ini``, ``binarize``, ``tune``, ``mert-report``.
 
-Each parses its options and calls :mod:`moses_integration`, the library that drives Moses and
-knows nothing of the command line; a missing or failing Moses program is one line too.
+Each parses its options and calls one function of :mod:`moses_integration`, the library that knows Moses
+and nothing of the command line; a missing or failing Moses program is one line too.
 """
 from __future__ import annotations
 
@@ -11,21 +11,14 @@ import os
 import click
 from sacrebleu.metrics.bleu import BLEU
 
-from moses_integration.binarize import BINARY_FORMATS, FORMATS, binarize_table, binarized_path
-from moses_integration.ini_paths import absolute_paths as absolute_paths_of
-from moses_integration.mert_moses import MertSettings, MertSetupError, find_tools
-from moses_integration.mert_report import apply_iteration, choose_iteration, format_tuning, read_tuning, tuning_dirs
-from moses_integration.moses_ini import updated_ini
-from moses_integration.neural_lm import with_neural_lm
+from moses_integration import route
+from moses_integration.binarize import FORMATS, binarize_table, binarized_path
+from moses_integration.ini_update import update_moses_ini
+from moses_integration.mert_report import report_work_dir
 from moses_integration.new_columns import DEFAULT_WEIGHTS
-from moses_integration.route import RoutePlan, compare_with, plan_problems, run_route
-from moses_integration.route import dry_run as dry_run_commands
+from moses_integration.route.report_file import REPORT_JSON
 from moses_integration.tools import MosesToolError, format_command
 
-from ..features.options import FeatureOptions
-from ..formats.moses_ini import read_ini_text
-from ..formats.tuning_report import markdown, read_report
-from ..io.compressed import atomic_output
 from .common import DEVICE, DTYPE, QUIET, Command, setup_logging
 from .features import check_feature_names
 from .paths import (
@@ -108,7 +101,7 @@ _DEFAULTS_TEXT = ", ".join(f"{name} {weight:+g}" for name, weight in DEFAULT_WEI
               help="Add the CSLM inside the decoder: a NeuralLM feature (Moses built --with-nplm) reading this NPLM "
                    "file from `mosesrnn lm export`, its order read from the file, and its weight.")
 @click.option("--cslm-weight", default=0.1, show_default=True, type=float,
-              help="The NeuralLM feature's initial weight (tune it with mert-moses).")
+              help="The NeuralLM feature's initial weight (tune it with `mosesrnn tune`).")
 @click.option("-o", "--output", default="-", show_default=True, type=OUTPUT,
               help="The new moses.ini ('-' for stdout; written whole or not at all; never over INI).")
 def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute_paths, relative_to, cslm,
@@ -132,36 +125,10 @@ def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute
     _check_moses_ini_options(table, absolute_paths, relative_to, cslm,
                              dict(add=add, features=features, weights=weights, feature=feature_name, binary=binary))
     base = (relative_to or os.getcwd()) if absolute_paths else None
-    changes = []
-    if table is not None:
-        update = updated_ini(ini, table, add, features, weights, feature_name, binary, base)
-        text, changes = update.text, update.path_changes
-    else:
-        text = read_ini_text(ini)
-        if absolute_paths:
-            text, changes = absolute_paths_of(text, base)
-    if cslm is not None:
-        text, line = with_neural_lm(text, ini, cslm, cslm_weight, absolute_paths)
-    with atomic_output(output) as stream:
-        stream.write(text.encode("utf-8"))
-    output = "(stdout)" if output == "-" else output
-    if table is not None:
-        click.echo(f"{output}: {update.feature} ({update.type}, line {update.feature_line}) now reads "
-                   f"{update.table_path} with num-features={update.new_num_features}; "
-                   + (f"added weights {' '.join(repr(w) for w in update.weights)}" if update.weights else
-                      "its weights kept (the ini counts the table's columns already)"), err=True)
-        if not os.path.isabs(update.table_path):
-            click.echo(f"warning: path={update.table_path} is relative: Moses resolves it against the folder it "
-                       f"runs in, and mert-moses.pl decodes inside its working directory, where it breaks; give "
-                       f"an absolute --table ($PWD/{update.table_path}) or --absolute-paths", err=True)
-    if cslm is not None:
-        click.echo(f"{output}: added NeuralLM {line.name} (order {line.order}) reading {line.path}, weight "
-                   f"{line.weight!r}; Moses must be built --with-nplm", err=True)
-    if absolute_paths:
-        _report_path_changes(output, changes, base)
-    if table is not None and update.type in BINARY_FORMATS:
-        click.echo(f"{update.type} reads the binarized table: build it with\n  mosesrnn binarize "
-                   f"{table} --format {BINARY_FORMATS[update.type]} -o {update.table_path}", err=True)
+    rewrite = update_moses_ini(ini, table, output, add, features, weights, feature_name, binary, base, cslm,
+                               cslm_weight)
+    for line in rewrite.messages(output):
+        click.echo(line, err=True)
 
 
 def _check_moses_ini_options(table, absolute_paths, relative_to, cslm, table_options) -> None:
@@ -174,17 +141,6 @@ def _check_moses_ini_options(table, absolute_paths, relative_to, cslm, table_opt
         given = [f"--{name}" for name, value in table_options.items() if value is not None]
         if given:
             raise click.UsageError(f"{', '.join(given)} only go with --table")
-
-
-def _report_path_changes(output, changes, base) -> None:
-    click.echo(f"{output}: {len(changes)} relative path(s) made absolute against {base}", err=True)
-    for change in changes:
-        click.echo(f"  line {change.line_no}: {change.old} -> {change.new}", err=True)
-    missing = [change for change in changes if not change.exists]
-    for change in missing:
-        click.echo(f"warning: line {change.line_no}: nothing at {change.new}", err=True)
-    if missing:
-        click.echo("  (are the paths relative to another directory? name it with --relative-to)", err=True)
 
 
 def _binarized_output(params: dict) -> dict:
@@ -235,16 +191,6 @@ def binarize(table, fmt, output, threads, rankscore, add_empty_alignment, moses_
     else:
         click.echo(f"wrote {result.output} ({result.num_scores} scores, ranked by score {result.rankscore})",
                    err=True)
-
-
-def _rescoring(features, model, reverse_model, lm, vocab, device, dtype, threads) -> FeatureOptions | None:
-    """The rescoring features of ``tune``, or None when none is asked for."""
-    if features is None and not any((model, reverse_model, lm)):
-        if vocab:
-            raise click.UsageError("--vocab serves the unk feature: name it with --rescore unk")
-        return None
-    return FeatureOptions(features=features, model=model, reverse_model=reverse_model, lm=lm, vocab=vocab,
-                          device=device, dtype=dtype, threads=threads)
 
 
 @click.command("tune", cls=MosesCommand)
@@ -301,9 +247,7 @@ def _rescoring(features, model, reverse_model, lm, vocab, device, dtype, threads
                    "(13a for detokenised text).")
 @click.option("--dry-run", is_flag=True, help="Print the commands (and any problems found) without running anything.")
 @QUIET
-def tune(dev_src, dev_ref, ini, test_src, test_ref, baseline, others, work_dir, runs, features, baseline_features, lm,
-         model, reverse_model, vocab, nbest_size, threads, device, dtype, moses_bin, moses_scripts, mertdir, batch_mira,
-         nbest, maximum_iterations, return_best_dev, tokenize, dry_run, quiet):
+def tune(dry_run, quiet, **options):
     """Tune INI on DEV_SRC/DEV_REF with Moses' MERT several times, rescore its n-best lists, and report test
     BLEU with its significance: the route from new columns to a measured gain, in one command.
 
@@ -324,22 +268,14 @@ def tune(dev_src, dev_ref, ini, test_src, test_ref, baseline, others, work_dir, 
           --rescore unk,cslm -m $PWD/rnn/best.pt --lm $PWD/lm/best.pt --runs 3 --work-dir tune/
     """
     setup_logging(quiet)
-    if baseline_features and not baseline:
+    if options["baseline_features"] and not options["baseline"]:
         raise click.UsageError("--rescore-baseline needs --baseline")
-    models = (model, reverse_model, lm, vocab, device, dtype, threads)
-    plan = RoutePlan(dev_src, dev_ref, ini, test_src, test_ref, work_dir, runs, baseline,
-                     _rescoring(features, *models), nbest_size,
-                     MertSettings(threads, nbest, maximum_iterations, batch_mira, return_best_dev), tokenize,
-                     tuple(others), _rescoring(baseline_features, *models) if baseline_features else None)
-    tools, missing = find_tools(moses_bin, moses_scripts, mertdir)
-    problems = plan_problems(plan, missing)
-    if dry_run:
-        click.echo(dry_run_commands(plan, tools, problems))
-        return
-    if problems:
-        raise MertSetupError(f"cannot start tuning: {problems[0]}" + "".join(f"\n  also: {p}" for p in problems[1:]))
-    report = run_route(plan, tools, lambda message: log.info("tune: %s", message))
-    click.echo(markdown(report), nl=False)
+    if options["vocab"] and options["features"] is None and not any(
+            options[name] for name in ("model", "reverse_model", "lm")):
+        raise click.UsageError("--vocab serves the unk feature: name it with --rescore unk")
+    text = route.tune(route.RouteOptions.from_options(**options), lambda message: log.info("tune: %s", message),
+                      dry_run)
+    click.echo(text, nl=False)
 
 
 @click.command("mert-report", cls=MosesCommand)
@@ -375,20 +311,11 @@ def mert_report(work_dir, dev_ref, tokenize, which, against, full_ini, output):
         raise click.UsageError("--apply needs --ini (the full moses.ini) and -o (the new one)")
     if which is None and (full_ini is not None or output is not None):
         raise click.UsageError("--ini and -o go with --apply")
-    report = os.path.join(work_dir, "report.json")
-    if os.path.isfile(report):
-        tuning = read_report(report)
-        if against is not None:
-            tuning = compare_with(tuning, against, tokenize)
-        click.echo(markdown(tuning, against or "baseline"), err=output == "-")
-    elif against is not None:
-        raise click.UsageError(f"--against compares the stages of a `mosesrnn tune` report: {report} is missing")
-    tunings = [read_tuning(directory, dev_ref, tokenize) for directory in tuning_dirs(work_dir)]
-    if which is not None and len(tunings) > 1:
-        raise ValueError(f"{work_dir} holds {len(tunings)} tunings: --apply to one of them, e.g. {tunings[0].path}")
-    click.echo("\n\n".join(format_tuning(tuning) for tuning in tunings), err=output == "-")
-    if which is not None:
-        chosen = choose_iteration(tunings[0], which)
-        apply_iteration(chosen, full_ini, output)
+    if against is not None and not os.path.isfile(os.path.join(work_dir, REPORT_JSON)):
+        raise click.UsageError(f"--against compares the stages of a `mosesrnn tune` report: "
+                               f"{os.path.join(work_dir, REPORT_JSON)} is missing")
+    chosen = report_work_dir(work_dir, lambda text: click.echo(text, err=output == "-"), dev_ref, tokenize, against,
+                             which, full_ini, output)
+    if chosen is not None:
         click.echo(f"wrote {'(stdout)' if output == '-' else output}: {full_ini} with the weights of iteration "
                    f"{chosen.number} ({chosen.ini})", err=True)

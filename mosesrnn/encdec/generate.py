@@ -64,7 +64,7 @@ class Searcher:
     def _limit(self, lengths: torch.Tensor) -> torch.Tensor:
         return search.max_lengths(lengths, self.ratio, self.extra)
 
-    def _texts(self, hyps: Iterable[search.Hypothesis]) -> list[Translation]:
+    def _texts(self, hyps: Iterable[search.DecodedSequence]) -> list[Translation]:
         return [Translation(self.trained.output_codec.text(hyp.ids), hyp.log_prob, hyp.score) for hyp in hyps]
 
     def translate(self, sources: Sequence[str], *, beam_size: int = 10, nbest: int = 1,

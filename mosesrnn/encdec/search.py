@@ -26,13 +26,13 @@ from torch import Tensor
 from ..text.vocab import EOS_ID, PAD_ID, UNK_ID
 from .model import EncoderDecoder
 
-__all__ = ["Hypothesis", "max_lengths", "greedy", "beam_search", "sample"]
+__all__ = ["DecodedSequence", "max_lengths", "greedy", "beam_search", "sample"]
 
 NEG_INF = float("-inf")
 
 
 @dataclass(frozen=True)
-class Hypothesis:
+class DecodedSequence:
     """A finished target sequence: ``ids`` without the EOS; ``log_prob`` = log p(y|x) with the EOS;
     ``score`` is what ranks it (``log_prob``, or ``log_prob / (len(ids) + 1)`` when normalised)."""
 
@@ -41,9 +41,9 @@ class Hypothesis:
     score: float
 
 
-def _hypothesis(ids, log_prob: float, length_normalize: bool) -> Hypothesis:
+def _decoded(ids, log_prob: float, length_normalize: bool) -> DecodedSequence:
     ids = tuple(int(i) for i in ids)
-    return Hypothesis(ids, log_prob, log_prob / (len(ids) + 1) if length_normalize else log_prob)
+    return DecodedSequence(ids, log_prob, log_prob / (len(ids) + 1) if length_normalize else log_prob)
 
 
 def max_lengths(src_lengths: Tensor, ratio: float = 2.0, extra: int = 10) -> Tensor:
@@ -68,7 +68,7 @@ def _allowed(log_probs: Tensor, steps_done: Tensor, limit: Tensor, exclude_unk: 
 
 @torch.inference_mode()
 def greedy(model: EncoderDecoder, src: Tensor, src_lengths: Tensor, *, exclude_unk: bool = True,
-           limit: Tensor | None = None) -> list[Hypothesis]:
+           limit: Tensor | None = None) -> list[DecodedSequence]:
     """The most probable next word at each step until EOS, for sources (B, S) of lengths (B,)."""
     limit = max_lengths(src_lengths) if limit is None else limit
     ctx = model.source_context(src, src_lengths)
@@ -84,14 +84,14 @@ def greedy(model: EncoderDecoder, src: Tensor, src_lengths: Tensor, *, exclude_u
         log_prob += torch.where(done, 0.0, best.double())
         words = torch.cat([words, torch.where(done, PAD_ID, prev)[:, None]], dim=1)
         done |= prev == EOS_ID
-    return [_hypothesis([w for w in row.tolist() if w not in (EOS_ID, PAD_ID)], float(lp), False)
+    return [_decoded([w for w in row.tolist() if w not in (EOS_ID, PAD_ID)], float(lp), False)
             for row, lp in zip(words, log_prob)]
 
 
 @torch.inference_mode()
 def beam_search(model: EncoderDecoder, src: Tensor, src_lengths: Tensor, beam_size: int, *,
                 nbest: int = 1, length_normalize: bool = False, exclude_unk: bool = True,
-                limit: Tensor | None = None, with_greedy: bool = True) -> list[list[Hypothesis]]:
+                limit: Tensor | None = None, with_greedy: bool = True) -> list[list[DecodedSequence]]:
     """Beam search for sources (B, S) of lengths (B,); the ``nbest`` best of each sentence's
     ``beam_size`` finished hypotheses, best first.
 
@@ -113,7 +113,7 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_lengths: Tensor, beam_si
     scores = torch.full((B, k), NEG_INF, dtype=torch.float64, device=device)
     scores[:, 0] = 0.0  # one live hypothesis to start with
     words = torch.zeros(B * k, 0, dtype=torch.long, device=device)  # (rows, t)
-    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+    finished: list[list[DecodedSequence]] = [[] for _ in range(B)]
     while len(sentences):
         log_probs, h = model.step(ctx, prev, h)  # (n*k, K)
         steps_done = torch.full((len(sentences) * k,), words.size(1), device=device)
@@ -128,7 +128,7 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_lengths: Tensor, beam_si
         words = torch.cat([words[rows], word.view(-1, 1)], dim=1)
         ends = (word == EOS_ID) & (top_scores > NEG_INF)  # (n, k)
         for i, j in ends.nonzero().tolist():
-            finished[sentences[i]].append(_hypothesis(words[i * k + j, :-1], float(top_scores[i, j]),
+            finished[sentences[i]].append(_decoded(words[i * k + j, :-1], float(top_scores[i, j]),
                                                       length_normalize))
         scores = top_scores.masked_fill(ends, NEG_INF)
         keep = torch.tensor([len(finished[b]) < k for b in sentences.tolist()], device=device) \
@@ -141,14 +141,14 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_lengths: Tensor, beam_si
     if with_greedy:
         for hyps, best in zip(finished, greedy(model, src, src_lengths, exclude_unk=exclude_unk, limit=limit)):
             if all(hyp.ids != best.ids for hyp in hyps):
-                hyps.append(_hypothesis(best.ids, best.log_prob, length_normalize))
+                hyps.append(_decoded(best.ids, best.log_prob, length_normalize))
     return [sorted(hyps, key=lambda hyp: -hyp.score)[:nbest] for hyps in finished]
 
 
 @torch.inference_mode()
 def sample(model: EncoderDecoder, src: Tensor, src_lengths: Tensor, num_samples: int, *,
            generator: torch.Generator | None = None, exclude_unk: bool = False,
-           limit: Tensor | None = None) -> list[list[Hypothesis]]:
+           limit: Tensor | None = None) -> list[list[DecodedSequence]]:
     """``num_samples`` ancestral samples y ~ p(y|x) per source (B, S): at each step the next word
     is drawn from the decoder's distribution (with ``generator``, so a seed reproduces them)."""
     B, n = src.size(0), num_samples
@@ -167,6 +167,6 @@ def sample(model: EncoderDecoder, src: Tensor, src_lengths: Tensor, num_samples:
         prev = torch.where(done, PAD_ID, prev)
         words = torch.cat([words, prev[:, None]], dim=1)
         done |= prev == EOS_ID
-    hyps = [_hypothesis([w for w in row.tolist() if w not in (EOS_ID, PAD_ID)], float(lp), False)
+    hyps = [_decoded([w for w in row.tolist() if w not in (EOS_ID, PAD_ID)], float(lp), False)
             for row, lp in zip(words, log_prob)]
     return [hyps[b * n:(b + 1) * n] for b in range(B)]

@@ -23,14 +23,15 @@ from ..io.resumable import StreamOutput
 from .preflight import first_chunk_warnings
 from .streams import ChunkWriter, chunked, prefetch
 
-__all__ = ["Hypothesis", "NbestSummary", "nbest_label", "score_nbest", "word_score_line"]
+__all__ = ["NbestPair", "NbestSummary", "nbest_label", "score_nbest", "word_score_line"]
 
 log = logging.getLogger("mosesrnn")
 
 
 @dataclass(frozen=True)
-class Hypothesis:
-    """A hypothesis as features read it: the source sentence and the translation."""
+class NbestPair:
+    """A hypothesis of an n-best list paired with its source sentence, as features read it: ``source`` and
+    ``target``, the translation."""
 
     source: str
     target: str
@@ -105,7 +106,7 @@ def score_nbest(nbest_path: str, source_path: str, output_path: str, features: S
         try:
             last_id = None
             for chunk in prefetch(chunked(read_nbest(nbest_path, encoding), chunk_lines)):
-                pairs = [Hypothesis(sources.sentence(entry), entry.hypothesis) for entry in chunk]
+                pairs = [NbestPair(sources.sentence(entry), entry.hypothesis) for entry in chunk]
                 if not lines:
                     for warning in first_chunk_warnings(nbest_path, pairs, features, table=False):
                         log.warning("warning: %s", warning)

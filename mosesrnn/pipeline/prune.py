@@ -33,7 +33,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
-from ..formats.moses_ini import parse_ini, read_ini_text, read_weights, section_values
+from moses_integration.ini_format import parse_ini, read_ini_text, read_weights, section_values
+
 from ..formats.phrase_table import PhraseEntry, PhraseTableError, count_scores, format_line, read_entries
 from ..formats.sidecar import Sidecar, SidecarError, read_table_sidecar, write_sidecar
 from ..io.compressed import atomic_output

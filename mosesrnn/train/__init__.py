@@ -1,1 +1,2 @@
-"""Training: the data as compact id arrays, the Adadelta loop with validation and resume, its log."""
+"""Training shared by every model family: the loop (each family's Task gives it the network, its optimizer
+and its batches), the order of the examples, several processes, the log."""

@@ -1,9 +1,19 @@
-"""The moses.ini format: lines as Moses reads them, edits that keep every other byte, and the weights.
+"""The moses.ini format: lines as Moses reads them, edits that keep every other byte, the phrase tables
+it declares, and the weights.
+
+The floor of the Moses wing that mosesrnn's own modules may import (docs/architecture.md): it imports
+only :mod:`mosesrnn.io`, so ``mosesrnn mert`` and ``mosesrnn prune`` read weights (and ``prune`` the phrase
+tables) without the rest of :mod:`moses_integration`.
 
 Moses reads the file line by line (``moses/Parameter.cpp``, ``ReadConfigFile``): text from the
 first ``#`` is a comment, ``[name]`` opens a section, a section may occur several times and its
 values add up. :func:`parse_ini` keeps each line's exact bytes, so a rewrite can change a few
 tokens and leave every other byte, comment and line ending as it was.
+
+:func:`phrase_tables` finds the phrase tables of ``[feature]`` and of the legacy ``[ttable-file]``.
+Moses names a feature without ``name=`` after its type and a counter over the unnamed features of
+that type (``FeatureFunction::ParseLine``): ``PhraseDictionaryMemory0``, ``…1``. Legacy tables get
+the names Moses gives them when it converts the old format (``ConvertWeightArgsPhraseModel``).
 
 The weights are ``Name= v1 v2 ...`` lines: the ``[weight]`` section of a moses.ini, or every line
 of a weights file (what ``mosesrnn mert`` writes). One reader (:func:`read_weights`) and one
@@ -12,18 +22,24 @@ writer of such lines (:func:`weights_text`, :func:`replace_weights`) serve every
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from ..io.compressed import read_bytes
+from mosesrnn.io.compressed import read_bytes
 
 __all__ = ["MosesIniError", "IniLine", "read_ini_text", "parse_ini", "section_values", "split_comment",
-           "replace_tokens", "Weights", "read_weights", "weights_text", "replace_weights"]
+           "replace_tokens", "PhraseTable", "phrase_tables", "Weights", "read_weights", "weights_text",
+           "replace_weights"]
 
 #: A weight line as mert-moses.pl writes it (``Name= v1 v2``); read with any blank after the ``=``.
 _WEIGHT_LINE = re.compile(r"^(\S+)=\s+(.+)$")
 
 Weights = dict[str, tuple[float, ...]]
+# [ttable-file] implementation codes, as Parameter::ConvertWeightArgsPhraseModel maps them.
+LEGACY_TYPES = {0: "PhraseDictionaryMemory", 1: "PhraseDictionaryBinary", 2: "PhraseDictionaryOnDisk",
+                6: "PhraseDictionaryMemory", 8: "PhraseDictionarySuffixArray", 12: "PhraseDictionaryCompact",
+                14: "PhraseDictionaryDynSuffixArray", 15: "PhraseDictionaryDynamicCacheBased"}
 
 
 class MosesIniError(ValueError):
@@ -89,6 +105,74 @@ def replace_tokens(content: str, replacements: dict[int, str]) -> str:
         token = tokens[index]
         content = content[:token.start()] + replacements[index] + content[token.end():]
     return content
+
+
+@dataclass(frozen=True)
+class PhraseTable:
+    """A phrase-table feature: its Moses name and type, where it is declared, and its
+    ``key=value`` arguments (for a legacy table, only its input and output factors)."""
+
+    name: str
+    type: str
+    line: IniLine
+    num_features: int | None
+    path: str | None
+    legacy: bool
+    args: dict
+
+
+def _feature_args(line: IniLine) -> tuple[str, dict]:
+    """The type and the ``key=value`` arguments of a ``[feature]`` line."""
+    feature_type, *tokens = line.value.split()
+    return feature_type, dict(token.partition("=")[::2] for token in tokens)
+
+
+def _int_arg(value: str | None, what: str, path: str, line_no: int) -> int | None:
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise MosesIniError(path, line_no, f"{what} {value!r} is not a whole number")
+    return int(value)
+
+
+def _is_phrase_table(feature_type: str) -> bool:
+    return feature_type.startswith("PhraseDictionary") or feature_type in ("ProbingPT", "Mmsapt")
+
+
+def _current_tables(lines: Sequence[IniLine], path: str) -> list[PhraseTable]:
+    tables, unnamed = [], Counter()
+    for line in section_values(lines, "feature"):
+        feature_type, args = _feature_args(line)
+        name = args.get("name")
+        if name is None:
+            name = f"{feature_type}{unnamed[feature_type]}"
+            unnamed[feature_type] += 1
+        if _is_phrase_table(feature_type):
+            num = _int_arg(args.get("num-features"), "num-features", path, line.number)
+            tables.append(PhraseTable(name, feature_type, line, num, args.get("path"), False, args))
+    return tables
+
+
+def _legacy_tables(lines: Sequence[IniLine], path: str) -> list[PhraseTable]:
+    tables, index = [], Counter()
+    for line in section_values(lines, "ttable-file"):
+        tokens = line.value.split()
+        if len(tokens) < 5:
+            raise MosesIniError(path, line.number, "[ttable-file] line needs 5 fields: "
+                                "implementation input-factors output-factors num-scores path")
+        code = _int_arg(tokens[0], "phrase-table implementation", path, line.number)
+        feature_type = LEGACY_TYPES.get(code, f"implementation {code}")
+        name = f"{feature_type}{index[feature_type]}"
+        index[feature_type] += 1
+        num = _int_arg(tokens[3], "number of scores", path, line.number)
+        factors = {"input-factor": tokens[1], "output-factor": tokens[2]}
+        tables.append(PhraseTable(name, feature_type, line, num, tokens[4], True, factors))
+    return tables
+
+
+def phrase_tables(lines: Sequence[IniLine], path: str = "moses.ini") -> list[PhraseTable]:
+    """All phrase tables declared in ``[feature]`` and (legacy) ``[ttable-file]``, in order."""
+    return _current_tables(lines, path) + _legacy_tables(lines, path)
 
 
 def _weight_line(line: IniLine, path: str) -> tuple[str, tuple[float, ...]]:

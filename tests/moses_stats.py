@@ -1,4 +1,6 @@
-"""Moses' own MERT input: the feature and score statistics files of ``extractor`` (text format).
+"""Moses' own MERT input, for the test of our MERT on Moses' regression data (``test_tuning.py``): the
+feature and score statistics files of ``extractor`` (text format). Only that test reads them, so the
+reader lives beside it.
 
 ``FEATSTAT`` holds, per sentence, a block ``FEATURES_TXT_BEGIN_0 <sentence> <n> <D> <names...>``,
 n lines of D feature values and ``FEATURES_TXT_END_0``; ``SCORESTAT`` the same with
@@ -14,8 +16,8 @@ from typing import Iterator
 
 import numpy as np
 
-from ..formats.text_file import read_lines, text_lines
-from .problem import TuningProblem
+from mosesrnn.formats.text_file import read_lines, text_lines
+from mosesrnn.tuning.problem import TuningProblem
 
 __all__ = ["read_moses_stats", "read_moses_init"]
 

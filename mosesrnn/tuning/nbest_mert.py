@@ -1,4 +1,5 @@
-"""MERT on n-best list files: read, choose the initial weights, tune, report BLEU before and after."""
+"""Our MERT on n-best list files (``mosesrnn mert``): read them, choose the initial weights, tune, report BLEU
+before and after."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,19 +8,20 @@ from typing import Sequence
 import numpy as np
 from sacrebleu.metrics.bleu import BLEUScore
 
-from ..formats.moses_ini import read_weights
+from moses_integration.ini_format import read_weights
+
 from ..formats.text_file import read_lines
 from .bleu import BleuStatistics
 from .mert import MertOptions, mert, normalise
 from .problem import TuningProblem, load_nbest
 from .vectors import weights_vector
 
-__all__ = ["TuningReport", "read_references", "starting_weights", "tune_files"]
+__all__ = ["NbestMertResult", "read_references", "starting_weights", "mert_nbest_files"]
 
 
 @dataclass(frozen=True)
-class TuningReport:
-    """What :func:`tune_files` found: feature groups, tuned weights (D,), the initial weights (D,)
+class NbestMertResult:
+    """What :func:`mert_nbest_files` found: feature groups, tuned weights (D,), the initial weights (D,)
     and where they came from, sacrebleu's signature and 1-best BLEU before and after, the problem size."""
 
     groups: tuple[tuple[str, int], ...]
@@ -62,8 +64,8 @@ def starting_weights(problem: TuningProblem, init: str | None) -> tuple[np.ndarr
     return weights, f"the decoder's, fitted to the totals of the last n-best list ({share:.1%} of hypotheses exact)"
 
 
-def tune_files(nbest: Sequence[str], references: Sequence[str], init: str | None = None, tokenize: str = "none",
-               options: MertOptions = MertOptions()) -> TuningReport:
+def mert_nbest_files(nbest: Sequence[str], references: Sequence[str], init: str | None = None, tokenize: str = "none",
+               options: MertOptions = MertOptions()) -> NbestMertResult:
     """Run MERT on the pooled n-best lists ``nbest`` of the sentences of ``references`` (one or more files)."""
     bleu = BleuStatistics(read_references(references), tokenize=tokenize)
     problem = load_nbest(nbest, bleu)
@@ -73,6 +75,6 @@ def tune_files(nbest: Sequence[str], references: Sequence[str], init: str | None
     def one_best_bleu(weights: np.ndarray) -> BLEUScore:
         return bleu.score(problem.stats[problem.best_rows(weights)].sum(axis=0))
 
-    return TuningReport(problem.groups, result.weights, normalise(start), source, bleu.signature,
+    return NbestMertResult(problem.groups, result.weights, normalise(start), source, bleu.signature,
                         one_best_bleu(start), one_best_bleu(result.weights), problem.num_sentences,
                         len(problem.features), result.line_searches)

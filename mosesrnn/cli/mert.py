@@ -4,11 +4,12 @@ from __future__ import annotations
 import click
 from sacrebleu.metrics.bleu import BLEU
 
-from ..formats.moses_ini import read_weights, weights_text
+from moses_integration.ini_format import read_weights, weights_text
+
 from ..io.compressed import atomic_output
 from ..tuning.mert import MertOptions
+from ..tuning.nbest_mert import mert_nbest_files
 from ..tuning.rerank import rerank as rerank_nbest
-from ..tuning.tune import tune_files
 from ..tuning.vectors import named_weights
 from .common import Command
 from .paths import INPUT, OUTPUT
@@ -44,17 +45,17 @@ def mert(nbest, refs, output, init, seed, restarts, random_directions, tokenize)
       mosesrnn mert run1.100best.gz run2.100best.gz --refs dev.tok.fr -o weights.txt --seed 1
     """
     options = MertOptions(restarts=restarts, random_directions=random_directions, seed=seed)
-    report = tune_files(nbest, refs, init, tokenize, options)
+    result = mert_nbest_files(nbest, refs, init, tokenize, options)
     with atomic_output(output) as stream:
-        stream.write(weights_text(named_weights(report.groups, report.weights)).encode("utf-8"))
-    click.echo(f"{report.sentences} sentences, {report.hypotheses} distinct hypotheses; "
-               f"initial weights: {report.initial_source}", err=True)
-    click.echo(f"{report.line_searches} line searches, seed {seed}, {restarts} random restarts", err=True)
-    click.echo(f"sacrebleu {report.signature}", err=True)
-    click.echo(f"dev BLEU before: {report.before}", err=True)
-    click.echo(f"dev BLEU after:  {report.after}", err=True)
+        stream.write(weights_text(named_weights(result.groups, result.weights)).encode("utf-8"))
+    click.echo(f"{result.sentences} sentences, {result.hypotheses} distinct hypotheses; "
+               f"initial weights: {result.initial_source}", err=True)
+    click.echo(f"{result.line_searches} line searches, seed {seed}, {restarts} random restarts", err=True)
+    click.echo(f"sacrebleu {result.signature}", err=True)
+    click.echo(f"dev BLEU before: {result.before}", err=True)
+    click.echo(f"dev BLEU after:  {result.after}", err=True)
     if output != "-":
-        click.echo(f"wrote {output}:\n{weights_text(named_weights(report.groups, report.weights))}", err=True,
+        click.echo(f"wrote {output}:\n{weights_text(named_weights(result.groups, result.weights))}", err=True,
                    nl=False)
 
 

@@ -1,4 +1,4 @@
-"""The report of a tuning (``mosesrnn tune``): ``report.json`` to trace every number, ``report.md`` to paste.
+"""The report of the route (``mosesrnn tune``): ``report.json`` to trace every number, ``report.md`` to paste.
 
 One row per stage of the route — the baseline (tuned as given), the system with the new columns, the
 system's n-best lists rescored — each with its test BLEU per run, the mean and spread, the difference
@@ -22,11 +22,13 @@ import math
 import statistics
 from dataclasses import asdict, dataclass, field
 
-from ..io.compressed import atomic_output, read_bytes
+from mosesrnn.io.compressed import atomic_output, read_bytes
 
-__all__ = ["StageResult", "TuningReport", "write_report", "read_report", "markdown"]
+__all__ = ["REPORT_JSON", "REPORT_MD", "StageResult", "RouteReport", "write_report", "read_report", "markdown"]
 
 FORMAT, VERSION = "mosesrnn-tuning-report", 1
+#: The report's files in the working folder.
+REPORT_JSON, REPORT_MD = "report.json", "report.md"
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class StageResult:
 
 
 @dataclass(frozen=True)
-class TuningReport:
+class RouteReport:
     """The stages of one tuning, what they were measured on, and what made them."""
 
     sacrebleu: str
@@ -59,14 +61,14 @@ class TuningReport:
     signatures: dict = field(default_factory=dict)
 
 
-def write_report(path: str, report: TuningReport) -> None:
+def write_report(path: str, report: RouteReport) -> None:
     """Write ``report`` as JSON (whole or not at all)."""
     record = {"format": FORMAT, "version": VERSION, **asdict(report)}
     with atomic_output(path) as stream:
         stream.write((json.dumps(record, indent=1) + "\n").encode("utf-8"))
 
 
-def read_report(path: str) -> TuningReport:
+def read_report(path: str) -> RouteReport:
     """Read what :func:`write_report` wrote; raises ValueError naming the file for anything else."""
     try:
         record = json.loads(read_bytes(path).decode("utf-8"))
@@ -79,7 +81,7 @@ def read_report(path: str) -> TuningReport:
     try:
         stages = tuple(StageResult(**{**stage, "bleu": tuple(stage["bleu"]), "hypotheses": tuple(stage["hypotheses"]),
                                       "iterations": tuple(stage.get("iterations", ()))}) for stage in record["stages"])
-        return TuningReport(record["sacrebleu"], record["dev"], record["test"], record["runs"], stages,
+        return RouteReport(record["sacrebleu"], record["dev"], record["test"], record["runs"], stages,
                             record.get("signatures", {}))
     except (KeyError, TypeError) as error:
         raise ValueError(f"{path}: a damaged tuning report ({error})") from None
@@ -91,7 +93,7 @@ def _number(value: float | None, digits: int = 2, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
-def markdown(report: TuningReport, reference: str = "baseline") -> str:
+def markdown(report: RouteReport, reference: str = "baseline") -> str:
     """The report as a Markdown table, with a line on what it was measured on (Δ, p and pairs against the
     stage ``reference``)."""
     rows = [f"| stage | test BLEU (mean ± std) | runs | Δ vs {reference} | p (median runs) | pairs | new weights "

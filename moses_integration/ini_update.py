@@ -1,6 +1,7 @@
-"""Point a moses.ini at a phrase table with appended feature columns.
+"""The one moses.ini updater: a phrase table pointed at a table with appended feature columns, and
+(:func:`update_moses_ini`, what ``mosesrnn moses-ini`` calls) every path made absolute, a NeuralLM added.
 
-The file is read the way Moses reads it (see :mod:`.ini_text`). Only the lines that must change
+The file is read the way Moses reads it (see :mod:`.ini_format`). Only the lines that must change
 are rewritten; every other byte, comment and line ending stays as it was.
 
 What changes, for the phrase table chosen by name:
@@ -11,36 +12,37 @@ What changes, for the phrase table chosen by name:
 - legacy format (``[ttable-file]`` + ``[weight-t]``): the ``nscores`` and path fields of the
   table's line change and one ``[weight-t]`` line per new column is inserted after its weights.
 
-Moses names a feature without ``name=`` after its type and a counter over the unnamed features of
-that type (``FeatureFunction::ParseLine``): ``PhraseDictionaryMemory0``, ``…1``. Legacy tables get
-the names Moses gives them when it converts the old format (``ConvertWeightArgsPhraseModel``).
+The phrase tables are found and named as Moses names them by
+:func:`~moses_integration.ini_format.phrase_tables`.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
 import re
-from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from mosesrnn.formats.moses_ini import (
+from mosesrnn.formats.phrase_table import count_scores
+from mosesrnn.io.compressed import atomic_output
+
+from .binarize import BINARY_FORMATS, moses_table_path
+from .ini_format import (
     IniLine,
     MosesIniError,
+    PhraseTable,
     parse_ini,
+    phrase_tables,
     read_ini_text,
     replace_tokens,
     section_values,
     split_comment,
 )
-from mosesrnn.formats.phrase_table import count_scores
-from mosesrnn.io.compressed import atomic_output
-
-from .binarize import BINARY_FORMATS, moses_table_path
 from .ini_paths import PathChange, absolute_paths, check_no_space
+from .neural_lm import NeuralLMLine, with_neural_lm
 from .new_columns import new_column_weights, scored_columns
 
-__all__ = ["PhraseTable", "IniUpdate", "phrase_tables", "rewrite_ini", "updated_ini", "update_moses_ini"]
+__all__ = ["IniUpdate", "IniRewrite", "rewrite_ini", "updated_ini", "update_moses_ini"]
 
 SUPPORTED_TYPES = ("PhraseDictionaryMemory", "PhraseDictionaryCompact", "PhraseDictionaryOnDisk")
 WHY_UNSUPPORTED = {
@@ -49,26 +51,8 @@ WHY_UNSUPPORTED = {
     "ProbingPT": "a probing table must be rebuilt with CreateProbingPT, which mosesrnn does not drive: "
                  "use a PhraseDictionaryCompact or PhraseDictionaryMemory table",
 }
-# [ttable-file] implementation codes, as Parameter::ConvertWeightArgsPhraseModel maps them.
-LEGACY_TYPES = {0: "PhraseDictionaryMemory", 1: "PhraseDictionaryBinary", 2: "PhraseDictionaryOnDisk",
-                6: "PhraseDictionaryMemory", 8: "PhraseDictionarySuffixArray", 12: "PhraseDictionaryCompact",
-                14: "PhraseDictionaryDynSuffixArray", 15: "PhraseDictionaryDynamicCacheBased"}
 # Moses' SearchAlgorithm values for phrase-based decoding: 0 stack, 1 cube pruning, 4 batched stack.
 PHRASE_BASED_SEARCH = ("0", "1", "4")
-
-
-@dataclass(frozen=True)
-class PhraseTable:
-    """A phrase-table feature: its Moses name and type, where it is declared, and its
-    ``key=value`` arguments (for a legacy table, only its input and output factors)."""
-
-    name: str
-    type: str
-    line: IniLine
-    num_features: int | None
-    path: str | None
-    legacy: bool
-    args: dict
 
 
 @dataclass(frozen=True)
@@ -84,60 +68,6 @@ class IniUpdate:
     table_path: str
     text: str
     path_changes: tuple[PathChange, ...] = ()
-
-
-def _feature_args(line: IniLine) -> tuple[str, dict]:
-    """The type and the ``key=value`` arguments of a ``[feature]`` line."""
-    feature_type, *tokens = line.value.split()
-    return feature_type, dict(token.partition("=")[::2] for token in tokens)
-
-
-def _int_arg(value: str | None, what: str, path: str, line_no: int) -> int | None:
-    if value is None:
-        return None
-    if not value.isdigit():
-        raise MosesIniError(path, line_no, f"{what} {value!r} is not a whole number")
-    return int(value)
-
-
-def _is_phrase_table(feature_type: str) -> bool:
-    return feature_type.startswith("PhraseDictionary") or feature_type in ("ProbingPT", "Mmsapt")
-
-
-def _current_tables(lines: Sequence[IniLine], path: str) -> list[PhraseTable]:
-    tables, unnamed = [], Counter()
-    for line in section_values(lines, "feature"):
-        feature_type, args = _feature_args(line)
-        name = args.get("name")
-        if name is None:
-            name = f"{feature_type}{unnamed[feature_type]}"
-            unnamed[feature_type] += 1
-        if _is_phrase_table(feature_type):
-            num = _int_arg(args.get("num-features"), "num-features", path, line.number)
-            tables.append(PhraseTable(name, feature_type, line, num, args.get("path"), False, args))
-    return tables
-
-
-def _legacy_tables(lines: Sequence[IniLine], path: str) -> list[PhraseTable]:
-    tables, index = [], Counter()
-    for line in section_values(lines, "ttable-file"):
-        tokens = line.value.split()
-        if len(tokens) < 5:
-            raise MosesIniError(path, line.number, "[ttable-file] line needs 5 fields: "
-                                "implementation input-factors output-factors num-scores path")
-        code = _int_arg(tokens[0], "phrase-table implementation", path, line.number)
-        feature_type = LEGACY_TYPES.get(code, f"implementation {code}")
-        name = f"{feature_type}{index[feature_type]}"
-        index[feature_type] += 1
-        num = _int_arg(tokens[3], "number of scores", path, line.number)
-        factors = {"input-factor": tokens[1], "output-factor": tokens[2]}
-        tables.append(PhraseTable(name, feature_type, line, num, tokens[4], True, factors))
-    return tables
-
-
-def phrase_tables(lines: Sequence[IniLine], path: str = "moses.ini") -> list[PhraseTable]:
-    """All phrase tables declared in ``[feature]`` and (legacy) ``[ttable-file]``, in order."""
-    return _current_tables(lines, path) + _legacy_tables(lines, path)
 
 
 def _select(tables: Sequence[PhraseTable], feature: str | None, path: str) -> PhraseTable:
@@ -285,7 +215,7 @@ def updated_ini(ini_path: str, table: str, add: int | None = None, features: Seq
     A table whose columns the ini counts already (a tuned ini pointed at a pruned copy of its
     table) only gets the new path. Refuses a table whose first line does not have exactly the new
     num-features scores. Raises
-    ValueError (its subclass :class:`~mosesrnn.formats.moses_ini.MosesIniError` for the files),
+    ValueError (its subclass :class:`~moses_integration.ini_format.MosesIniError` for the files),
     PhraseTableError and OSError.
     """
     implicit = add is None and features is None and weights is None  # the columns are the sidecar's
@@ -312,12 +242,78 @@ def updated_ini(ini_path: str, table: str, add: int | None = None, features: Seq
     return update
 
 
-def update_moses_ini(ini_path: str, table: str, output: str, add: int | None = None,
+@dataclass(frozen=True)
+class IniRewrite:
+    """What :func:`update_moses_ini` wrote: the new text, the phrase table's change (None without a
+    ``table``, the path as given), the paths made absolute against ``base`` (None: none were), the NeuralLM
+    feature added (None without one)."""
+
+    text: str
+    update: IniUpdate | None
+    path_changes: tuple[PathChange, ...]
+    neural_lm: NeuralLMLine | None
+    base: str | None
+    table: str | None = None
+
+    def messages(self, output: str) -> list[str]:
+        """What the rewrite did to ``output`` (``-``: stdout), line by line, with its warnings."""
+        shown = "(stdout)" if output == "-" else output
+        update, lines = self.update, []
+        if update is not None:
+            lines.append(f"{shown}: {update.feature} ({update.type}, line {update.feature_line}) now reads "
+                         f"{update.table_path} with num-features={update.new_num_features}; "
+                         + (f"added weights {' '.join(repr(w) for w in update.weights)}" if update.weights else
+                            "its weights kept (the ini counts the table's columns already)"))
+            if not os.path.isabs(update.table_path):
+                lines.append(f"warning: path={update.table_path} is relative: Moses resolves it against the folder "
+                             f"it runs in, and mert-moses.pl decodes inside its working directory, where it breaks; "
+                             f"give an absolute --table ($PWD/{update.table_path}) or --absolute-paths")
+        if self.neural_lm is not None:
+            line = self.neural_lm
+            lines.append(f"{shown}: added NeuralLM {line.name} (order {line.order}) reading {line.path}, weight "
+                         f"{line.weight!r}; Moses must be built --with-nplm")
+        if self.base is not None:
+            lines += _path_change_messages(shown, self.path_changes, self.base)
+        if update is not None and update.type in BINARY_FORMATS:
+            lines.append(f"{update.type} reads the binarized table: build it with\n  mosesrnn binarize "
+                         f"{self.table} --format {BINARY_FORMATS[update.type]} -o {update.table_path}")
+        return lines
+
+
+def _path_change_messages(shown: str, changes: Sequence[PathChange], base: str) -> list[str]:
+    lines = [f"{shown}: {len(changes)} relative path(s) made absolute against {base}"]
+    lines += [f"  line {change.line_no}: {change.old} -> {change.new}" for change in changes]
+    missing = [change for change in changes if not change.exists]
+    lines += [f"warning: line {change.line_no}: nothing at {change.new}" for change in missing]
+    if missing:
+        lines.append("  (are the paths relative to another directory? name it with --relative-to)")
+    return lines
+
+
+def update_moses_ini(ini_path: str, table: str | None, output: str, add: int | None = None,
                      features: Sequence[str] | None = None, weights: Sequence[float] | None = None,
-                     feature: str | None = None, binary: str | None = None,
-                     absolute_to: str | None = None) -> IniUpdate:
-    """Write ``output`` (``-``: stdout): :func:`updated_ini` of the arguments, whole or not at all."""
-    update = updated_ini(ini_path, table, add, features, weights, feature, binary, absolute_to)
+                     feature: str | None = None, binary: str | None = None, absolute_to: str | None = None,
+                     cslm: str | None = None, cslm_weight: float = 0.1) -> IniRewrite:
+    """Write ``output`` (``-``: stdout), whole or not at all: ``ini_path`` rewritten, and say how.
+
+    Given ``table``: :func:`updated_ini` of the arguments (the phrase table pointed at it, its new
+    columns' weights, and with ``absolute_to`` every path absolute). Without one, and given
+    ``absolute_to``: only every relative path made absolute against that directory
+    (:func:`~moses_integration.ini_paths.absolute_paths`). Given ``cslm`` (an NPLM file): a NeuralLM
+    feature reading it, with weight ``cslm_weight`` (:func:`~moses_integration.neural_lm.with_neural_lm`;
+    its path absolute too with ``absolute_to``). Raises what :func:`updated_ini` raises.
+    """
+    update, changes = None, ()
+    if table is not None:
+        update = updated_ini(ini_path, table, add, features, weights, feature, binary, absolute_to)
+        text, changes = update.text, update.path_changes
+    else:
+        text = read_ini_text(ini_path)
+        if absolute_to is not None:
+            text, changes = absolute_paths(text, absolute_to)
+    line = None
+    if cslm is not None:
+        text, line = with_neural_lm(text, ini_path, cslm, cslm_weight, absolute_to is not None)
     with atomic_output(output) as stream:
-        stream.write(update.text.encode("utf-8"))
-    return update
+        stream.write(text.encode("utf-8"))
+    return IniRewrite(text, update, tuple(changes), line, absolute_to, table)

@@ -1,0 +1,47 @@
+"""The ``tune`` command's route, the one that pays: Moses MERT with the new columns, the n-best lists
+rescored, a report with its significance; :func:`tune` runs it.
+
+For each of K runs, and for each system (the baseline when given, then the system with the new
+columns, then the others), the stages are:
+
+1. ``mert``: mert-moses.pl tunes the moses.ini on the dev set (``SYSTEM-runK/``, its log beside it);
+2. ``test``: the tuned ini decodes the test set (``SYSTEM-runK.test.hyp``), and, when the system is
+   rescored, writes the test set's n-best list in the same pass (``SYSTEM-runK.test.nbest``);
+3. with rescoring features (``mosesrnn nbest``'s: ``unk``, the CSLM, a sentence-level model...), for
+   the system (and, with ``baseline_rescoring``, for the baseline: Table 1's +CSLM row): ``dev n-best``
+   decodes the dev set's n-best list with the tuned ini; ``features`` adds the features to both lists
+   (:func:`mosesrnn.score_nbest`); ``mert n-best`` tunes every weight on the dev list with mosesrnn's
+   MERT, starting from the tuned ini's weights; ``rerank`` picks the test translations
+   (``SYSTEM-runK.rescored.test.hyp``).
+
+In three modules: :mod:`.plan` (what the tuning is of, ``plan.json``, where each run keeps its files,
+what stops it from starting), :mod:`.stages` (running them, or a dry run's commands), :mod:`.report`
+(measuring every stage on the test set), written as :mod:`.report_file` (``report.json``, ``report.md``).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..mert_moses import MertSetupError, find_tools
+from .plan import RouteOptions, RoutePlan, StageFiles, plan_problems, stage_files
+from .report import build_report, compare_with
+from .report_file import RouteReport, StageResult, markdown, read_report, write_report
+from .stages import dry_run_commands, rescore_run, run_route
+
+__all__ = ["RouteOptions", "RoutePlan", "RouteReport", "StageFiles", "StageResult", "build_report", "compare_with",
+           "dry_run_commands", "markdown", "plan_problems", "read_report", "rescore_run", "run_route", "stage_files",
+           "tune", "write_report"]
+
+
+def tune(options: RouteOptions, log: Callable[[str], None], dry_run: bool = False) -> str:
+    """Run (or continue) the route of ``options`` and return its report as Markdown (also written to the
+    working folder); with ``dry_run``, run nothing and return the commands it would run, the problems
+    found first. Raises :class:`~moses_integration.mert_moses.MertSetupError` naming every problem that
+    stops it from starting (missing programs, empty or mismatched files, a folder of another tuning)."""
+    tools, missing = find_tools(options.moses_bin, options.moses_scripts, options.mertdir)
+    problems = plan_problems(options.plan, missing)
+    if dry_run:
+        return dry_run_commands(options.plan, tools, problems) + "\n"
+    if problems:
+        raise MertSetupError(f"cannot start tuning: {problems[0]}" + "".join(f"\n  also: {p}" for p in problems[1:]))
+    return markdown(run_route(options.plan, tools, log))

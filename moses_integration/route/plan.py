@@ -1,0 +1,224 @@
+"""What a tuning is of, before anything runs: the plan, the options it is built from, where each run keeps
+its files, and everything that stops it from starting.
+
+The plan (``plan.json`` in the working folder) records what the tuning is of, so that the same command
+continues a stopped tuning and another one refuses the folder.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+
+from mosesrnn.features.options import FeatureOptions
+from mosesrnn.features.registry import FEATURES
+from mosesrnn.formats.text_file import read_lines
+from mosesrnn.io.compressed import read_bytes
+
+from ..mert_moses import MertSettings, relative_paths
+
+__all__ = ["PLAN", "BASELINE", "SYSTEM", "RESCORED", "BASELINE_RESCORED", "RESCORED_STAGES", "RoutePlan",
+           "RouteOptions", "StageFiles", "stage_files", "plan_problems"]
+
+PLAN = "plan.json"
+BASELINE, SYSTEM, RESCORED, BASELINE_RESCORED = "baseline", "system", "rescored", "baseline-rescored"
+RESCORED_STAGES = {RESCORED: SYSTEM, BASELINE_RESCORED: BASELINE}  # a rescored stage -> the system it rescores
+
+
+@dataclass(frozen=True)
+class RoutePlan:
+    """What to tune and how (see :mod:`moses_integration.route`). ``rescoring`` None: no rescoring stage for the system;
+    ``baseline_rescoring`` None: none for the baseline."""
+
+    dev_src: str
+    dev_ref: str
+    ini: str
+    test_src: str
+    test_ref: str
+    work_dir: str
+    runs: int = 3
+    baseline: str | None = None
+    rescoring: FeatureOptions | None = None
+    nbest_size: int = 100
+    mert: MertSettings = field(default_factory=MertSettings)
+    tokenize: str = "none"
+    others: tuple[tuple[str, str], ...] = ()
+    baseline_rescoring: FeatureOptions | None = None
+
+    def __post_init__(self):
+        if self.baseline_rescoring and not self.baseline:
+            raise ValueError("rescoring the baseline needs a baseline")
+        names = [name for name, _ in self.others]
+        taken = {BASELINE, SYSTEM, *RESCORED_STAGES}
+        bad = [name for name in names if name in taken or not name.replace("-", "").replace(".", "").replace(
+            "+", "").replace("_", "").isalnum()]
+        if bad or len(set(names)) < len(names):
+            raise ValueError(f"other systems need distinct names of letters, digits and - . + _ (not baseline, system "
+                             f"or rescored): {', '.join(bad) or 'a name given twice'}")
+
+    def systems(self) -> list[tuple[str, str]]:
+        """``(name, moses.ini)`` of each system tuned: the baseline first, the system, then the others."""
+        return ([(BASELINE, self.baseline)] if self.baseline else []) + [(SYSTEM, self.ini)] + list(self.others)
+
+    def rescoring_of(self, system: str) -> FeatureOptions | None:
+        """The features ``system``'s n-best lists are rescored with, or None."""
+        return {SYSTEM: self.rescoring, BASELINE: self.baseline_rescoring}.get(system)
+
+    def record(self) -> dict:
+        """What a continued tuning must share with the one it continues: the inputs (absolute, with their sizes)
+        and every option that changes a number."""
+        files = {name: _file_record(getattr(self, name)) for name in ("dev_src", "dev_ref", "ini", "test_src",
+                                                                       "test_ref", "baseline")}
+        record = {"files": files, "runs": self.runs, "rescoring": _rescoring_record(self.rescoring),
+                  "nbest_size": self.nbest_size, "mert": asdict(self.mert), "tokenize": self.tokenize,
+                  "others": {name: _file_record(ini) for name, ini in self.others}}
+        if self.baseline_rescoring:  # absent otherwise, so that the tunings before it continue
+            record["baseline_rescoring"] = _rescoring_record(self.baseline_rescoring)
+        return record
+
+
+@dataclass(frozen=True)
+class RouteOptions:
+    """Everything ``mosesrnn tune`` is given: the plan, and where Moses' programs are (None: ``$MOSES_BIN``,
+    ``$MOSES_SCRIPTS``, ``PATH``; the mert programs: the decoder's folder)."""
+
+    plan: RoutePlan
+    moses_bin: str | None = None
+    moses_scripts: str | None = None
+    mertdir: str | None = None
+
+    @classmethod
+    def from_options(cls, **options) -> RouteOptions:
+        """The command's options, by name, collected in one call: the plan's own fields as they are, those of
+        :class:`MertSettings` (``threads``, ``nbest``...) into its ``mert``, and the rescoring options (those of
+        :class:`FeatureOptions`: ``features``, ``model``, ``lm``, ``device``, ``threads``...) into ``rescoring``
+        (None when neither a feature nor a model file is named) and, with ``baseline_features`` for ``features``, into
+        ``baseline_rescoring``. Raises TypeError for a name that none of them takes."""
+        own = {f.name for f in fields(RoutePlan)} - {"mert", "rescoring", "baseline_rescoring"}
+        places = {f.name for f in fields(cls)} - {"plan"}
+        unknown = set(options) - own - places - _MERT_FIELDS - _FEATURE_FIELDS - {"baseline_features"}
+        if unknown:
+            raise TypeError(f"the tuning route takes no option {', '.join(sorted(unknown))}")
+        models = {name: options[name] for name in _FEATURE_FIELDS - {"features"} if name in options}
+        features, baseline_features = options.get("features"), options.get("baseline_features")
+        rescoring = None
+        if features is not None or any(models.get(spec.needs) for spec in FEATURES.values() if spec.needs):
+            rescoring = FeatureOptions(features=features, **models)
+        plan = RoutePlan(**{name: options[name] for name in own if name in options},
+                         mert=MertSettings(**{name: options[name] for name in _MERT_FIELDS if name in options}),
+                         rescoring=rescoring,
+                         baseline_rescoring=FeatureOptions(features=baseline_features, **models)
+                         if baseline_features else None)
+        return cls(plan, **{name: options.get(name) for name in places})
+
+
+_MERT_FIELDS = frozenset(f.name for f in fields(MertSettings))
+_FEATURE_FIELDS = frozenset(f.name for f in fields(FeatureOptions))
+
+
+def _rescoring_record(options: FeatureOptions | None) -> dict | None:
+    if options is None:
+        return None
+    record = {key: value for key, value in asdict(options).items() if key not in ("device", "threads")}
+    for key in ("model", "reverse_model", "lm", "vocab"):
+        record[key] = _file_record(record[key])
+    return record
+
+
+def _file_record(path: str | None):
+    if path is None:
+        return None
+    return [os.path.abspath(path), os.path.getsize(path) if os.path.isfile(path) else None]
+
+
+@dataclass(frozen=True)
+class StageFiles:
+    """Where one run of one system keeps its files (see :mod:`moses_integration.route`)."""
+
+    prefix: str
+
+    @property
+    def mert_dir(self) -> str:
+        return self.prefix
+
+    @property
+    def tuned_ini(self) -> str:
+        return os.path.join(self.prefix, "moses.ini")
+
+    @property
+    def test_hyp(self) -> str:
+        return self.prefix + ".test.hyp"
+
+    @property
+    def test_nbest(self) -> str:
+        return self.prefix + ".test.nbest"
+
+    @property
+    def dev_hyp(self) -> str:
+        return self.prefix + ".dev.hyp"
+
+    @property
+    def dev_nbest(self) -> str:
+        return self.prefix + ".dev.nbest"
+
+    @property
+    def dev_rescored(self) -> str:
+        return self.prefix + ".dev.nbest.rescored.gz"
+
+    @property
+    def test_rescored(self) -> str:
+        return self.prefix + ".test.nbest.rescored.gz"
+
+    @property
+    def weights(self) -> str:
+        return self.prefix + ".rescored.weights"
+
+    @property
+    def rescored_hyp(self) -> str:
+        return self.prefix + ".rescored.test.hyp"
+
+
+def stage_files(plan: RoutePlan, system: str, run: int) -> StageFiles:
+    """The files of run ``run`` of ``system`` in the plan's working folder."""
+    return StageFiles(os.path.join(plan.work_dir, f"{system}-run{run}"))
+
+
+def plan_problems(plan: RoutePlan, tools_missing: list[str]) -> list[str]:
+    """Everything that stops the tuning before it starts, the user's files first, then the machine's programs."""
+    problems = []
+    for path in (plan.dev_src, plan.dev_ref, plan.ini, plan.baseline, plan.test_src, plan.test_ref):
+        if path is not None and os.path.isfile(path) and os.path.getsize(path) == 0:
+            problems.append(f"{path} is empty")
+    for ini in filter(None, (plan.ini, plan.baseline)):
+        relative = relative_paths(ini) if os.path.isfile(ini) and os.path.getsize(ini) else []
+        problems += [f"{where} is relative, but mert-moses.pl decodes inside its working directory: use an absolute "
+                     f"path" for where in relative]
+        if relative:
+            problems.append(f"to make every path of {ini} absolute: mosesrnn moses-ini {ini} --absolute-paths "
+                            "--relative-to DIR -o NEW.ini, DIR being where they are relative to")
+    for source, reference in ((plan.dev_src, plan.dev_ref), (plan.test_src, plan.test_ref)):
+        if all(os.path.isfile(path) and os.path.getsize(path) for path in (source, reference)):
+            lines = (len(read_lines(source)), len(read_lines(reference)))
+            if lines[0] != lines[1]:
+                problems.append(f"{source} has {lines[0]} lines but {reference} has {lines[1]}")
+    problems += _plan_record_problems(plan)
+    return problems + tools_missing
+
+
+def _plan_record_problems(plan: RoutePlan) -> list[str]:
+    path = os.path.join(plan.work_dir, PLAN)
+    if not os.path.exists(path):
+        leftovers = [name for name in os.listdir(plan.work_dir) if not name.startswith(".")] \
+            if os.path.isdir(plan.work_dir) else []
+        return [f"{plan.work_dir} holds files of something else ({', '.join(sorted(leftovers)[:3])}...): tune into "
+                f"a fresh folder"] if leftovers else []
+    try:
+        saved = json.loads(read_bytes(path).decode("utf-8"))
+    except ValueError:
+        return [f"{path} is damaged: tune into a fresh folder"]
+    current = json.loads(json.dumps(plan.record()))
+    differing = sorted(key for key in set(saved) | set(current) if saved.get(key) != current.get(key))
+    if differing:
+        return [f"{plan.work_dir} holds a tuning of other {', '.join(differing)} ({path}): continue it with the "
+                f"command that started it, or tune into a fresh folder"]
+    return []

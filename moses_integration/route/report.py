@@ -1,0 +1,177 @@
+"""The route's report, measured from the files its stages left: every stage's test BLEU per run, the
+comparison with the baseline (or another stage) and its significance, the new weights' shares of the L1
+norm, MERT's iterations, the decoding speed, and the signatures of what made them. The file it is
+written to, and its Markdown table, are :mod:`.report_file`.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+
+from mosesrnn.formats.sidecar import SidecarError, read_sidecar, sidecar_path
+from mosesrnn.formats.text_file import read_lines
+from mosesrnn.io.compressed import read_bytes
+from mosesrnn.io.declared import declare_input
+from mosesrnn.tuning.bleu import file_bleu
+from mosesrnn.tuning.significance import compare_runs
+
+from ..ini_format import parse_ini, phrase_tables, read_ini_text, read_weights
+from ..mert_moses import decoding_speed, iterations
+from .plan import BASELINE, RESCORED_STAGES, SYSTEM, RoutePlan, StageFiles, stage_files
+from .report_file import RouteReport, StageResult
+
+__all__ = ["build_report", "compare_with"]
+
+
+def build_report(plan: RoutePlan) -> RouteReport:
+    """Measure every stage's runs on the test set: BLEU, the comparison with the baseline, the new weights'
+    shares, MERT's iterations, the decoding speed; and what made them (signatures)."""
+    references = read_lines(plan.test_ref)
+    stages, signature = [], ""
+    names = []
+    for name, _ in plan.systems():
+        names += [name] + [stage for stage, system in RESCORED_STAGES.items()
+                           if system == name and plan.rescoring_of(system)]
+    for name in names:
+        rescored = name in RESCORED_STAGES
+        runs = [stage_files(plan, RESCORED_STAGES.get(name, name), k) for k in range(1, plan.runs + 1)]
+        hypotheses = [files.rescored_hyp if rescored else files.test_hyp for files in runs]
+        scores = [file_bleu(path, plan.test_ref, plan.tokenize) for path in hypotheses]
+        signature = scores[0][1]
+        shares = _rescored_shares(runs) if rescored else _column_shares(plan, name, runs)
+        speeds = [] if rescored else [decoding_speed(files.test_hyp + ".log") for files in runs]
+        stages.append(StageResult(
+            name=name, about=_about(plan, name), bleu=tuple(score for score, _ in scores), hypotheses=tuple(hypotheses),
+            iterations=tuple(1 if rescored else iterations(files.mert_dir) for files in runs),
+            weight_shares=shares,
+            sentences_per_second=sum(speeds) / len(speeds) if speeds and None not in speeds else None))
+    dev = {"source": os.path.abspath(plan.dev_src), "reference": os.path.abspath(plan.dev_ref),
+           "sentences": len(read_lines(plan.dev_src))}
+    report = RouteReport(signature, dev,
+                          {"source": os.path.abspath(plan.test_src), "reference": os.path.abspath(plan.test_ref),
+                           "sentences": len(references)}, plan.runs, tuple(stages), _signatures(plan))
+    return compare_with(report, BASELINE, plan.tokenize) if plan.baseline else report
+
+
+def compare_with(report: RouteReport, reference_stage: str, tokenize: str = "none") -> RouteReport:
+    """``report`` with every other stage compared with ``reference_stage`` (the baseline, or e.g. the full
+    system against its pruned ones): the difference of the means, the median runs' p-value, the run pairs."""
+    by_name = {stage.name: stage for stage in report.stages}
+    if reference_stage not in by_name:
+        raise ValueError(f"no stage {reference_stage!r} in the report (its stages: {', '.join(by_name)})")
+    reference = by_name[reference_stage]
+    declare_input(report.test["reference"])  # the test reference the report names
+    for stage in report.stages:
+        for path in stage.hypotheses:  # the translations it names (in the tuning's folder, or moved with it)
+            declare_input(path)
+    references = read_lines(report.test["reference"])
+    texts = [read_lines(path) for path in reference.hypotheses]
+    stages = []
+    for stage in report.stages:
+        if stage.name == reference_stage:
+            stages.append(StageResult(**{**asdict(stage), "delta": None, "p_value": None, "pairs_agreeing": None,
+                                         "pairs": None}))
+            continue
+        comparison = compare_runs([read_lines(path) for path in stage.hypotheses], stage.bleu, texts,
+                                  reference.bleu, references, tokenize)
+        stages.append(StageResult(**{**asdict(stage), "delta": comparison.delta, "p_value": comparison.p_value,
+                                     "pairs_agreeing": comparison.pairs_agreeing, "pairs": comparison.pairs}))
+    return RouteReport(report.sacrebleu, report.dev, report.test, report.runs, tuple(stages), report.signatures)
+
+
+def _about(plan: RoutePlan, name: str) -> str:
+    if name == BASELINE:
+        return f"{os.path.basename(plan.baseline)} as given"
+    if name in RESCORED_STAGES:
+        features = ",".join(plan.rescoring_of(RESCORED_STAGES[name]).names())
+        return f"{RESCORED_STAGES[name]}'s {plan.nbest_size}-best lists rescored with {features}"
+    ini = dict(plan.systems())[name]
+    columns = list(_new_columns(plan, ini).values())
+    return os.path.basename(ini) + (f" with {', '.join(columns)}" if columns else "")
+
+
+def _new_columns(plan: RoutePlan, ini: str) -> dict[tuple[str, int], str]:
+    """The weights a system's ``ini`` adds, ``{(feature, index): label}``: those the baseline lacks (without one,
+    the scored tables' appended columns and a NeuralLM); labelled by the tables' sidecars (``rnn``, ``unk``),
+    ``cslm`` for a NeuralLM, else ``Feature[index]``."""
+    system = read_weights(ini)
+    labels = {}
+    for table in phrase_tables(_ini_lines(ini), ini):
+        columns, size = _appended_columns(table.path), len(system.get(table.name, ()))
+        labels.update({(table.name, size - len(columns) + offset): column for offset, column in enumerate(columns)})
+    labels.update({(name, 0): "cslm" for name in system if name.startswith("NeuralLM")})
+    if plan.baseline:
+        base = read_weights(plan.baseline)
+        keys = [(name, index) for name, values in system.items() for index in range(len(base.get(name, ())),
+                                                                                     len(values))]
+    else:
+        keys = list(labels)
+    return {key: labels.get(key, f"{key[0]}[{key[1]}]") for key in keys}
+
+
+def _ini_lines(ini: str):
+    return parse_ini(read_ini_text(ini))
+
+
+def _table_sidecar(path: str | None):
+    """The sidecar of a table a moses.ini names (a binarized one: of its text table), if it has one."""
+    if not path or "$" in path:
+        return None
+    for candidate in (path, path + ".gz"):
+        declare_input(sidecar_path(candidate))  # a file the declared moses.ini names
+        try:
+            sidecar = read_sidecar(candidate)
+        except SidecarError:
+            return None
+        if sidecar is not None:
+            return sidecar
+    return None
+
+
+def _appended_columns(path: str | None) -> tuple[str, ...]:
+    sidecar = _table_sidecar(path)
+    return sidecar.appended_columns if sidecar else ()
+
+
+def _column_shares(plan: RoutePlan, name: str, runs: list[StageFiles]) -> dict:
+    """The new columns' mean weight over the runs, each as a share of the tuned weights' L1 norm."""
+    if name == BASELINE:
+        return {}
+    return _mean_shares([read_weights(files.tuned_ini) for files in runs],
+                        {label: key for key, label in _new_columns(plan, dict(plan.systems())[name]).items()})
+
+
+def _rescored_shares(runs: list[StageFiles]) -> dict:
+    """The rescoring groups' mean weight over the runs, each as a share of the L1 norm of all weights."""
+    record = json.loads(read_bytes(runs[0].prefix + ".rescored.features.json").decode("utf-8"))
+    return _mean_shares([read_weights(files.weights) for files in runs],
+                        {label: (label, 0) for label in record["labels"]})
+
+
+def _mean_shares(tuned: list[dict], wanted: dict) -> dict:
+    shares = {}
+    for label, (name, index) in wanted.items():
+        values = []
+        for weights in tuned:
+            total = sum(abs(w) for group in weights.values() for w in group)
+            values.append(weights[name][index] / total if name in weights and total else 0.0)
+        shares[label] = sum(values) / len(values)
+    return shares
+
+
+def _signatures(plan: RoutePlan) -> dict:
+    tables = {}
+    for _, ini in plan.systems():
+        for table in phrase_tables(_ini_lines(ini), ini):
+            sidecar = _table_sidecar(table.path)
+            if sidecar is not None:
+                tables[table.path] = sidecar.signature
+    rescoring = []
+    for system in (SYSTEM, BASELINE):
+        features = stage_files(plan, system, 1).prefix + ".rescored.features.json"
+        if plan.rescoring_of(system) and os.path.isfile(features):
+            rescoring += [feature for feature in json.loads(read_bytes(features).decode("utf-8"))["features"]
+                          if feature not in rescoring]
+    return {"tables": tables, "rescoring": rescoring,
+            "inis": {name: os.path.abspath(ini) for name, ini in plan.systems()}}

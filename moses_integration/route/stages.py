@@ -1,0 +1,158 @@
+"""The stages of the route, run (or continued) in order, and the commands they would run (a dry run).
+
+Every stage writes its files whole or not at all and is skipped when they exist, so the same call
+continues a tuning stopped at any point (a crash, Ctrl-C): a finished decode is never redone, and a
+MERT run stopped after an iteration continues from it (mert-moses.pl's ``--continue``). While
+mert-moses.pl runs, a thread watches its working folder and says each iteration it starts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Callable
+
+from mosesrnn.features.options import FeatureOptions
+from mosesrnn.io.atomic import atomic_file
+from mosesrnn.io.compressed import atomic_output
+
+from ..ini_format import read_weights, weights_text
+from ..mert_moses import (
+    MosesTools,
+    check_ini_loads,
+    decode,
+    decode_command,
+    iterations,
+    mert_command,
+    run_mert,
+    show_weights_command,
+)
+from ..tools import format_command
+from .plan import PLAN, RoutePlan, StageFiles, stage_files
+from .report import build_report
+from .report_file import REPORT_JSON, REPORT_MD, RouteReport, markdown, write_report
+
+__all__ = ["run_route", "rescore_run", "dry_run_commands"]
+
+
+def run_route(plan: RoutePlan, tools: MosesTools, log: Callable[[str], None]) -> RouteReport:
+    """Run (or continue) every stage of the plan, then measure and write the report (``report.json``,
+    ``report.md`` in the working folder); returns it."""
+    for _, ini in plan.systems():
+        check_ini_loads(tools, ini)
+    with atomic_output(os.path.join(plan.work_dir, PLAN)) as stream:
+        stream.write((json.dumps(plan.record(), indent=1) + "\n").encode("utf-8"))
+    for system, ini in plan.systems():
+        for run in range(1, plan.runs + 1):
+            _run_system(plan, tools, system, ini, run, log)
+    report = build_report(plan)
+    write_report(os.path.join(plan.work_dir, REPORT_JSON), report)
+    with atomic_output(os.path.join(plan.work_dir, REPORT_MD)) as stream:
+        stream.write(markdown(report).encode("utf-8"))
+    return report
+
+
+def _run_system(plan: RoutePlan, tools: MosesTools, system: str, ini: str, run: int,
+                log: Callable[[str], None]) -> None:
+    files = stage_files(plan, system, run)
+    where = f"{system} run {run}/{plan.runs}"
+    rescoring = plan.rescoring_of(system)
+    rescore = rescoring is not None
+    if not os.path.isfile(files.tuned_ini):
+        with _iterations_watch(files.mert_dir, lambda k: log(f"{where}: mert-moses.pl, iteration {k}")):
+            run_mert(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir,
+                     lambda message: log(f"{where}: {message}"))
+    if not os.path.isfile(files.test_hyp) or (rescore and not os.path.isfile(files.test_nbest)):
+        log(f"{where}: decoding the test set" + (f" ({plan.nbest_size}-best lists)" if rescore else ""))
+        decode(tools, files.tuned_ini, plan.mert.threads, plan.test_src, files.test_hyp,
+               files.test_nbest if rescore else None, plan.nbest_size)
+    if not rescore:
+        return
+    if not os.path.isfile(files.dev_nbest):
+        log(f"{where}: decoding the dev set's {plan.nbest_size}-best lists")
+        decode(tools, files.tuned_ini, plan.mert.threads, plan.dev_src, files.dev_hyp, files.dev_nbest,
+               plan.nbest_size)
+    rescore_run(plan, rescoring, files, run, lambda message: log(f"{where}: {message}"))
+
+
+def rescore_run(plan: RoutePlan, rescoring: FeatureOptions, files: StageFiles, run: int,
+                log: Callable[[str], None]) -> None:
+    """The rescoring stages of one run on its dev and test n-best lists (``files.dev_nbest``,
+    ``files.test_nbest``): add the features of ``rescoring``, tune with mosesrnn's MERT from
+    ``files.tuned_ini`` (seed ``run``), rerank the test list. Each stage is skipped when its file exists."""
+    from mosesrnn.api import score_nbest
+    from mosesrnn.tuning.mert import MertOptions
+    from mosesrnn.tuning.nbest_mert import mert_nbest_files
+    from mosesrnn.tuning.rerank import rerank
+    from mosesrnn.tuning.vectors import named_weights
+    for listing, source, rescored in ((files.dev_nbest, plan.dev_src, files.dev_rescored),
+                                      (files.test_nbest, plan.test_src, files.test_rescored)):
+        if not os.path.isfile(rescored):
+            log(f"adding {','.join(rescoring.names())} to {listing}")
+            summary = score_nbest(listing, source, rescored, rescoring)
+            _remember_features(files, summary.features, summary.labels)
+    if not os.path.isfile(files.weights):
+        log(f"mosesrnn mert on {files.dev_rescored}, from the weights of {files.tuned_ini}")
+        result = mert_nbest_files([files.dev_rescored], [plan.dev_ref], files.tuned_ini, plan.tokenize,
+                            MertOptions(seed=run))
+        with atomic_file(files.weights) as stream:
+            stream.write(weights_text(named_weights(result.groups, result.weights)).encode("utf-8"))
+    if not os.path.isfile(files.rescored_hyp):
+        with atomic_file(files.rescored_hyp) as stream:
+            for text in rerank(files.test_rescored, read_weights(files.weights)):
+                stream.write(f"{text}\n".encode("utf-8"))
+
+
+def _remember_features(files: StageFiles, features, labels) -> None:
+    """Record which n-best groups the rescoring added and the features' signatures (for the report)."""
+    with atomic_file(files.prefix + ".rescored.features.json") as stream:
+        stream.write(json.dumps({"features": list(features), "labels": list(labels)}).encode("utf-8"))
+
+
+class _iterations_watch:
+    """While mert-moses.pl runs, say each new iteration it starts (its ``runK.moses.ini`` files)."""
+
+    def __init__(self, working_dir: str, say: Callable[[int], None], every: float = 5.0):
+        self.working_dir, self.say, self.every = working_dir, say, every
+        self._stop = threading.Event()
+
+    def __enter__(self):
+        self._thread = threading.Thread(target=self._watch, name="mosesrnn-mert-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        seen = iterations(self.working_dir)
+        while not self._stop.wait(self.every):
+            current = iterations(self.working_dir)
+            if current > seen:
+                seen = current
+                self.say(current)
+
+
+def dry_run_commands(plan: RoutePlan, tools: MosesTools, problems: list[str]) -> str:
+    """The commands the route would run (and the problems found), without running anything."""
+    lines = [f"# problem: {problem}" for problem in problems]
+    lines += [format_command(show_weights_command(tools, ini)) for _, ini in plan.systems()]
+    for system, ini in plan.systems():
+        rescoring = plan.rescoring_of(system)
+        rescore = rescoring is not None
+        for run in range(1, plan.runs + 1):
+            files = stage_files(plan, system, run)
+            mert = mert_command(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir)
+            lines.append(f"{format_command(mert)} > {files.mert_dir}.log 2>&1")
+            lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.test_src,
+                                                       files.test_nbest if rescore else None, plan.nbest_size),
+                                        files.test_hyp))
+            if rescore:
+                lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.dev_src,
+                                                           files.dev_nbest, plan.nbest_size), files.dev_hyp))
+                lines.append(f"# then: mosesrnn nbest ({','.join(rescoring.names())}) on both lists, mosesrnn "
+                             f"mert --init {files.tuned_ini} --seed {run}, mosesrnn rerank -> {files.rescored_hyp}")
+    lines.append(f"# then: the report (sacreBLEU tokenize={plan.tokenize}, paired approximate randomisation) in "
+                 f"{plan.work_dir}/report.md and report.json")
+    return "\n".join(lines)
