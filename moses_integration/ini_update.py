@@ -26,6 +26,7 @@ from typing import Sequence
 from mosesrnn.formats.phrase_table import count_scores
 from mosesrnn.io.compressed import atomic_output
 
+from .bilingual_lm import BilingualLMLine, with_bilingual_lm
 from .binarize import BINARY_FORMATS, moses_table_path
 from .ini_format import (
     IniLine,
@@ -254,6 +255,7 @@ class IniRewrite:
     neural_lm: NeuralLMLine | None
     base: str | None
     table: str | None = None
+    bilingual_lm: BilingualLMLine | None = None
 
     def messages(self, output: str) -> list[str]:
         """What the rewrite did to ``output`` (``-``: stdout), line by line, with its warnings."""
@@ -272,6 +274,11 @@ class IniRewrite:
             line = self.neural_lm
             lines.append(f"{shown}: added NeuralLM {line.name} (order {line.order}) reading {line.path}, weight "
                          f"{line.weight!r}; Moses must be built --with-nplm")
+        if self.bilingual_lm is not None:
+            joint = self.bilingual_lm
+            lines.append(f"{shown}: added BilingualNPLM {joint.name} (order {joint.order}, source window "
+                         f"{joint.source_window}) reading {joint.path}, weight {joint.weight!r}; Moses must be built "
+                         f"--with-nplm, and the phrase table must hold word alignments")
         if self.base is not None:
             lines += _path_change_messages(shown, self.path_changes, self.base)
         if update is not None and update.type in BINARY_FORMATS:
@@ -293,7 +300,8 @@ def _path_change_messages(shown: str, changes: Sequence[PathChange], base: str) 
 def update_moses_ini(ini_path: str, table: str | None, output: str, add: int | None = None,
                      features: Sequence[str] | None = None, weights: Sequence[float] | None = None,
                      feature: str | None = None, binary: str | None = None, absolute_to: str | None = None,
-                     cslm: str | None = None, cslm_weight: float = 0.1) -> IniRewrite:
+                     cslm: str | None = None, cslm_weight: float = 0.1, bilm: str | None = None,
+                     bilm_weight: float = 0.1) -> IniRewrite:
     """Write ``output`` (``-``: stdout), whole or not at all: ``ini_path`` rewritten, and say how.
 
     Given ``table``: :func:`updated_ini` of the arguments (the phrase table pointed at it, its new
@@ -301,7 +309,9 @@ def update_moses_ini(ini_path: str, table: str | None, output: str, add: int | N
     ``absolute_to``: only every relative path made absolute against that directory
     (:func:`~moses_integration.ini_paths.absolute_paths`). Given ``cslm`` (an NPLM file): a NeuralLM
     feature reading it, with weight ``cslm_weight`` (:func:`~moses_integration.neural_lm.with_neural_lm`;
-    its path absolute too with ``absolute_to``). Raises what :func:`updated_ini` raises.
+    its path absolute too with ``absolute_to``). Given ``bilm`` (an exported joint model): a BilingualNPLM
+    feature reading it and its vocabularies, with weight ``bilm_weight``
+    (:func:`~moses_integration.bilingual_lm.with_bilingual_lm`). Raises what :func:`updated_ini` raises.
     """
     update, changes = None, ()
     if table is not None:
@@ -314,6 +324,9 @@ def update_moses_ini(ini_path: str, table: str | None, output: str, add: int | N
     line = None
     if cslm is not None:
         text, line = with_neural_lm(text, ini_path, cslm, cslm_weight, absolute_to is not None)
+    joint = None
+    if bilm is not None:
+        text, joint = with_bilingual_lm(text, ini_path, bilm, bilm_weight, absolute_to is not None)
     with atomic_output(output) as stream:
         stream.write(text.encode("utf-8"))
-    return IniRewrite(text, update, tuple(changes), line, absolute_to, table)
+    return IniRewrite(text, update, tuple(changes), line, absolute_to, table, joint)

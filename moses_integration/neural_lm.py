@@ -12,11 +12,12 @@ import os
 from dataclasses import dataclass
 
 from moses_integration.ini_format import MosesIniError, parse_ini, section_values, split_comment
-from mosesrnn.io.compressed import read_head
+from mosesrnn.formats.nplm import read_nplm_config
 
 from .ini_paths import check_no_space
 
-__all__ = ["NEURAL_LM_NAME", "NeuralLMLine", "nplm_order", "add_neural_lm", "with_neural_lm"]
+__all__ = ["NEURAL_LM_NAME", "NeuralLMLine", "nplm_order", "neural_lm_feature", "append_feature", "add_neural_lm",
+           "with_neural_lm"]
 
 NEURAL_LM_NAME = "NeuralLM0"  # the name Moses gives the first unnamed NeuralLM
 
@@ -34,47 +35,42 @@ class NeuralLMLine:
 def nplm_order(path: str) -> int:
     """The n-gram order of an NPLM model file (its ``\\config`` section's ``ngram_size``).
 
-    Raises ValueError for a file that is not an NPLM text file, a mosesrnn model file naming the command
-    that exports one.
-    """
-    head = read_head(path, 4096)
-    if head.startswith(b"PK\x03\x04"):
-        raise ValueError(f"{path} is a mosesrnn model file (PyTorch); Moses' NeuralLM reads NPLM's text format: "
-                         f"write it with `mosesrnn lm export -m {path} -o MODEL.nplm`")
-    lines = head.decode("utf-8", errors="replace").splitlines()
-    if not lines or lines[0] != "\\config":
-        raise ValueError(f"{path} is not an NPLM model file (it does not start with \\config): write one with "
-                         f"`mosesrnn lm export`")
-    for line in lines[1:]:
-        key, _, value = line.partition(" ")
-        if key == "ngram_size" and value.isdigit():
-            return int(value)
-        if not line:
-            break
-    raise ValueError(f"{path}: an NPLM file without ngram_size in its \\config section")
+    Raises ValueError for a file that is not an NPLM text file."""
+    return read_nplm_config(path)["ngram_size"]
+
+
+def neural_lm_feature(order: int, nplm_path: str, name: str = NEURAL_LM_NAME) -> str:
+    """The ``[feature]`` line of a NeuralLM reading ``nplm_path`` (the one line every command writes or shows)."""
+    return f"NeuralLM name={name} factor=0 order={order} path={nplm_path}"
+
+
+def append_feature(text: str, feature: str, name: str, weight: float, path: str = "moses.ini") -> str:
+    """The moses.ini ``text`` with the ``[feature]`` line ``feature`` (named ``name``) after the last feature and
+    ``name= weight`` after the last weight; every other byte kept. Pure.
+
+    Raises MosesIniError for a legacy-format file, one without ``[feature]`` or ``[weight]``, or one
+    that already has a feature of that name (or an unnamed one of the same type, which Moses names so)."""
+    kind = feature.split()[0]
+    ini = parse_ini(text)
+    features, weights = section_values(ini, "feature"), section_values(ini, "weight")
+    if not features or not weights:
+        raise MosesIniError(path, None, f"no [feature] or [weight] section: a {kind} feature needs the current "
+                                        "moses.ini format")
+    for line in features:
+        if f"name={name}" in line.value.split() or (line.value.split()[0] == kind and "name=" not in line.value):
+            raise MosesIniError(path, line.number, f"there is already a feature {name}")
+    lines = [line.raw for line in ini]
+    for last, added in ((features[-1], feature), (weights[-1], f"{name}= {weight!r}")):
+        ending = split_comment(last.raw)[2]
+        lines[last.number - 1] = last.raw + ("" if ending else "\n") + added + (ending or "\n")
+    return "".join(lines)
 
 
 def add_neural_lm(text: str, nplm_path: str, order: int, weight: float, path: str = "moses.ini",
                   name: str = NEURAL_LM_NAME) -> tuple[str, NeuralLMLine]:
-    """The moses.ini ``text`` with a NeuralLM feature reading ``nplm_path`` and its weight. Pure.
-
-    Raises MosesIniError for a legacy-format file, one without ``[feature]`` or ``[weight]``, or one
-    that already has a feature of that name.
-    """
-    ini = parse_ini(text)
-    features, weights = section_values(ini, "feature"), section_values(ini, "weight")
-    if not features or not weights:
-        raise MosesIniError(path, None, "no [feature] or [weight] section: a NeuralLM feature needs the current "
-                                        "moses.ini format")
-    for line in features:
-        if f"name={name}" in line.value.split() or (line.value.split()[0] == "NeuralLM" and "name=" not in line.value):
-            raise MosesIniError(path, line.number, f"there is already a feature {name}")
-    lines = [line.raw for line in ini]
-    feature = f"NeuralLM name={name} factor=0 order={order} path={nplm_path}"
-    for last, added in ((features[-1], feature), (weights[-1], f"{name}= {weight!r}")):
-        ending = split_comment(last.raw)[2]
-        lines[last.number - 1] = last.raw + ("" if ending else "\n") + added + (ending or "\n")
-    return "".join(lines), NeuralLMLine(name, order, nplm_path, weight)
+    """The moses.ini ``text`` with a NeuralLM feature reading ``nplm_path`` and its weight (:func:`append_feature`)."""
+    text = append_feature(text, neural_lm_feature(order, nplm_path, name), name, weight, path)
+    return text, NeuralLMLine(name, order, nplm_path, weight)
 
 
 def with_neural_lm(text: str, ini: str, nplm_path: str, weight: float, absolute: bool) -> tuple[str, NeuralLMLine]:

@@ -25,12 +25,13 @@ from moses_integration.neural_lm import add_neural_lm
 from mosesrnn.cli import main
 from mosesrnn.cslm.config import CSLMConfig
 from mosesrnn.cslm.data import BOS, lm_vocabulary, load_lm_data, ngrams, unigram_perplexity
+from mosesrnn.cslm.export import cslm_network
 from mosesrnn.cslm.model import CSLM
 from mosesrnn.cslm.model_file import TrainedLM, load_language_model, save_language_model
 from mosesrnn.cslm.scoring import sentence_scores, text_stats
 from mosesrnn.cslm.task import LMTrainConfig, train_lm
 from mosesrnn.formats.nbest import read_nbest
-from mosesrnn.formats.nplm import check_exportable, read_nplm, write_nplm
+from mosesrnn.formats.nplm import check_moses_reads, read_nplm, write_nplm
 from mosesrnn.text.codec import Codec
 from mosesrnn.text.tokenizers import MosesWords
 from mosesrnn.text.vocab import EOS_ID, Vocabulary
@@ -227,26 +228,30 @@ def test_an_order_moses_cannot_hold_is_refused():
 def test_the_nplm_file_holds_the_weights_in_nplms_layout(hidden):
     trained = tiny_lm(hidden=hidden)
     model, text = trained.model, io.StringIO()
-    write_nplm(text, model, trained.codec.vocabulary.itos)
-    config, vocab, matrices = read_nplm(io.StringIO(text.getvalue()))
-    assert config == {"version": 1, "ngram_size": 4, "input_vocab_size": 304, "output_vocab_size": 304,
-                      "input_embedding_dimension": 6, "num_hidden": 0 if len(hidden) == 1 else 16,
-                      "output_embedding_dimension": hidden[-1], "activation_function": "rectifier"}
-    assert vocab[:4] == ["<null>", "<unk>", "</s>", "<s>"] and len(vocab) == 304
-    weights = {"input_embeddings": model.embed.weight, "hidden_weights 1": model.hidden[0].weight,
-               "hidden_biases 1": model.hidden[0].bias[:, None], "output_weights": model.output.weight,
-               "output_biases": model.output.bias[:, None]}
-    if len(hidden) == 2:
-        weights.update({"hidden_weights 2": model.hidden[1].weight, "hidden_biases 2": model.hidden[1].bias[:, None]})
-    else:
-        assert matrices["hidden_weights 2"].tolist() == [[0.0]]
-    for name, tensor in weights.items():
-        np.testing.assert_allclose(matrices[name], tensor.detach().double().numpy(), rtol=1e-8, atol=0)
+    write_nplm(text, cslm_network(model, trained.codec.vocabulary.itos))
+    head = text.getvalue().split("\n\n")[0].splitlines()
+    assert head == ["\\config", "version 1", "ngram_size 4", "input_vocab_size 304", "output_vocab_size 304",
+                    "input_embedding_dimension 6", f"num_hidden {0 if len(hidden) == 1 else 16}",
+                    f"output_embedding_dimension {hidden[-1]}", "activation_function rectifier"]
+    assert "\\vocab\n<null>\n<unk>\n</s>\n<s>\n" in text.getvalue()  # one vocabulary: input and output alike
+    if len(hidden) == 1:
+        assert "\\hidden_weights 2\n0\n\n" in text.getvalue()  # NPLM's num_hidden 0 form
+    network = read_nplm(io.StringIO(text.getvalue()))
+    assert network.order == 4 and list(network.input_words) == list(network.output_words)
+    assert len(network.input_words) == 304 and network.input_words[:4] == ["<null>", "<unk>", "</s>", "<s>"]
+    arrays = [(network.input_embeddings, model.embed.weight), (network.output_weights, model.output.weight),
+              (network.output_biases, model.output.bias)]
+    arrays += [(ours, theirs) for (w, b), layer in zip(network.hidden, model.hidden)
+               for ours, theirs in ((w, layer.weight), (b, layer.bias))]
+    assert len(network.hidden) == len(hidden)
+    for ours, tensor in arrays:
+        np.testing.assert_allclose(ours, tensor.detach().double().numpy(), rtol=1e-8, atol=0)
 
 
 def test_only_one_hidden_layer_goes_to_moses(lm_file, tmp_path):
     with pytest.raises(ValueError, match="evaluates only the first of two hidden layers"):
-        check_exportable(tiny_lm(hidden=(16, 8)).model)
+        trained = tiny_lm(hidden=(16, 8))
+        check_moses_reads(cslm_network(trained.model, trained.codec.vocabulary.itos))
     out = tmp_path / "lm.nplm"
     assert CliRunner().invoke(main, ["lm", "export", "-m", lm_file, "-o", str(out)]).exit_code == 0
     again = CliRunner().invoke(main, ["lm", "export", "-m", lm_file, "-o", str(out)])
@@ -296,7 +301,7 @@ def test_testneurallm_gives_our_sentence_scores(tmp_path, normalization):
     binary = _binary("testNeuralLM", "NPLM_BIN", "~/moses/nplm/bin")
     trained = tiny_lm(hidden=(16,))
     with open(tmp_path / "lm.nplm", "w", encoding="utf-8") as out:
-        write_nplm(out, trained.model, trained.codec.vocabulary.itos)
+        write_nplm(out, cslm_network(trained.model, trained.codec.vocabulary.itos))
     sentences = dev_sentences()
     (tmp_path / "test.fr").write_text("\n".join(sentences) + "\n", encoding="utf-8")
     done = subprocess.run([binary, "--model_file", str(tmp_path / "lm.nplm"), "--test_file", str(tmp_path / "test.fr"),
@@ -312,7 +317,7 @@ def test_testneurallm_misreads_two_hidden_layers(tmp_path):
     binary = _binary("testNeuralLM", "NPLM_BIN", "~/moses/nplm/bin")
     trained = tiny_lm(hidden=(16, 8))
     with open(tmp_path / "two.nplm", "w", encoding="utf-8") as out:
-        write_nplm(out, trained.model, trained.codec.vocabulary.itos)
+        write_nplm(out, cslm_network(trained.model, trained.codec.vocabulary.itos))
     (tmp_path / "test.fr").write_text("\n".join(dev_sentences(5)) + "\n", encoding="utf-8")
     done = subprocess.run([binary, "--model_file", str(tmp_path / "two.nplm"), "--test_file", str(tmp_path / "test.fr"),
                            "--normalization", "1"], capture_output=True, text=True)
@@ -326,7 +331,7 @@ def test_moses_neurallm_values_are_our_scores(tmp_path):
     moses = _binary("moses", "MOSES_BIN", "~/moses/mosesdecoder/bin")
     trained = tiny_lm(hidden=(16,), order=5)
     with open(tmp_path / "lm.nplm", "w", encoding="utf-8") as out:
-        write_nplm(out, trained.model, trained.codec.vocabulary.itos)
+        write_nplm(out, cslm_network(trained.model, trained.codec.vocabulary.itos))
     table = DATA / "moses" / "tatoeba.dev5.phrase-table.gz"  # the Tatoeba table's lines for the 5 sentences
     ini = tmp_path / "moses.ini"
     ini.write_text("[input-factors]\n0\n[mapping]\n0 T 0\n[distortion-limit]\n6\n[feature]\nUnknownWordPenalty\n"
@@ -388,7 +393,7 @@ def test_each_command_refuses_a_model_of_the_wrong_kind(lm_file, tmp_path):
                                          "train`), not a CSLM"),
         (["lm", "export", "-m", rnn, "-o", str(tmp_path / "o.nplm")], f"{rnn} is an RNN Encoder-Decoder"),
         (["moses-ini", str(DATA / "moses" / "tatoeba-en-fr.moses.ini"), "--cslm", lm_file, "-o",
-          str(tmp_path / "o.ini")], f"{lm_file} is a mosesrnn model file (PyTorch); Moses' NeuralLM reads NPLM"),
+          str(tmp_path / "o.ini")], f"{lm_file} is a mosesrnn model file (PyTorch); Moses reads NPLM"),
     ]
     for args, message in cases:
         result = CliRunner().invoke(main, args)

@@ -25,7 +25,7 @@ import click
 import pytest
 from click.testing import CliRunner
 from conftest import DATA
-from scoring_helpers import TABLE, save_tiny_model
+from scoring_helpers import TABLE, save_tiny_joint_model, save_tiny_model
 
 from mosesrnn.cli import main
 from mosesrnn.cli.common import declared_paths
@@ -35,6 +35,7 @@ from mosesrnn.cslm.model_file import TrainedLM, save_language_model
 from mosesrnn.cslm.scoring import text_stats
 from mosesrnn.io.locks import OutputLock
 from mosesrnn.io.roles import CSLM as CSLM_KIND
+from mosesrnn.io.roles import JOINT as JOINT_KIND
 from mosesrnn.io.roles import Role
 from mosesrnn.text.codec import Codec
 from mosesrnn.text.tokenizers import MosesWords
@@ -43,6 +44,9 @@ from mosesrnn.text.vocab import Vocabulary
 NBEST = DATA / "nbest"
 TINY_LM = ["--order", "3", "--vocab-size", "50", "--embed-dim", "4", "--hidden", "8", "--max-updates", "2",
            "--valid-every", "2", "--valid-share", "0.2", "--batch-size", "8"]
+TINY_BILM = ["--preset", "small", "--order", "2", "--source-window", "1", "--vocab-size", "50", "--source-vocab-size",
+             "50", "--embed-dim", "4", "--hidden", "8", "--max-updates", "2", "--valid-every", "2", "--valid-share",
+             "0.2", "--batch-size", "8", "--noise-samples", "5"]
 TINY_TRAIN = ["--embed-dim", "4", "--hidden-dim", "8", "--maxout-units", "4", "--output-rank", "4",
               "--vocab-size", "60", "--max-updates", "2", "--valid-every", "2", "--valid-size", "20"]
 
@@ -144,6 +148,10 @@ COMMANDS = [
         clash=("outdir", "{corpus_fr}")),
     Row(("lm", "export", "-m", "{lm}", "-o", "{out}"), clash=("out", "{lm}")),
     Row(("perplexity", "-m", "{lm}", "{corpus_fr}"), texts=("corpus_fr",)),
+    Row(("bilm", "train", "{bi_en}", "{bi_fr}", "{bi_align}", "-o", "{outdir}", *TINY_BILM),
+        texts=("bi_en", "bi_fr", "bi_align"), clash=("outdir", "{bi_fr}")),
+    Row(("bilm", "export", "-m", "{bilm}", "-o", "{out}"), clash=("out", "{bilm}")),
+    Row(("perplexity", "-m", "{bilm}", "{bi_en}", "{bi_fr}", "{bi_align}"), texts=("bi_en", "bi_fr", "bi_align")),
     Row(("mert-report", "{work}", "--apply", "last", "--ini", "{ini}", "-o", "{out}"), texts=("ini:plain",),
         clash=("out", "{ini}")),
 ]
@@ -182,6 +190,9 @@ def base(tmp_path_factory) -> Path:
     lm = CSLM(CSLMConfig(len(codec.vocabulary), order=3, embed_dim=4, hidden_dims=(8,)))  # freshly initialised:
     stats = text_stats(TrainedLM(lm, codec, {}, ""), ["la maison", "la la maison"])  # log Z about 0
     save_language_model(str(folder / "lm.pt"), lm, codec, {"log_z_mean": stats.log_z_mean})
+    for name, suffix in (("bi.en", "tok.en"), ("bi.fr", "tok.fr"), ("bi.align", "align")):
+        (folder / name).write_bytes(b"".join((DATA / f"tatoeba.train2k.{suffix}").open("rb").readlines()[:200]))
+    save_tiny_joint_model(str(folder / "bilm.pt"))
     shutil.copy(NBEST / "tatoeba.dev30.untuned.100best.gz", folder / "nbest.gz")
     shutil.copy(NBEST / "tatoeba.dev30.tok.en", folder / "source.txt")
     shutil.copy(NBEST / "tatoeba.dev30.fr", folder / "refs.txt")
@@ -216,7 +227,8 @@ def workspace_files(ws: Path) -> dict[str, str]:
                  model="model.pt", nbest="nbest.gz", source="source.txt", refs="refs.txt", weights="weights.txt",
                  corpus_en="corpus.en.gz", corpus_fr="corpus.fr", ini="moses.ini", scored="scored.gz",
                  part1="part1.gz", part2="part2.gz", work="mert-work", out="out.txt", out_minphr="out.minphr",
-                 prefix="map", outdir="outdir", nowhere="no-moses-here", lm="lm.pt")
+                 prefix="map", outdir="outdir", nowhere="no-moses-here", lm="lm.pt", bi_en="bi.en", bi_fr="bi.fr",
+                 bi_align="bi.align", bilm="bilm.pt")
     return {key: str(ws / value) for key, value in names.items()}
 
 
@@ -248,7 +260,8 @@ def rows_with(*kinds: str) -> list[Row]:
 
 
 def ids(rows: list[Row]) -> list[str]:
-    return [row.name + ("-cslm" if "{lm}" in row.args else "") for row in rows]
+    return [row.name + ("-cslm" if "{lm}" in row.args else "-bilm" if "{bilm}" in row.args and row.name == "perplexity"
+                        else "") for row in rows]
 
 
 def output_value(ws: Path, placeholder: str) -> str:
@@ -383,7 +396,8 @@ def test_a_model_of_the_other_kind_is_one_line(row, placeholder, ws):
     other = ws / ("model.pt" if role.model_kind == CSLM_KIND else "lm.pt")
     before = snapshot(ws)
     result = run(row, ws, **{placeholder: str(other)})
-    wanted = "not a CSLM" if role.model_kind == CSLM_KIND else "not an RNN Encoder-Decoder"
+    wanted = {CSLM_KIND: "not a CSLM", JOINT_KIND: "not a joint model"}.get(role.model_kind,
+                                                                          "not an RNN Encoder-Decoder")
     assert_refused(result, before, snapshot(ws), str(other), wanted)
 
 

@@ -145,7 +145,7 @@ def test_cli_table_and_absolute_paths_together(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("args, message", [
-    ([], "give --table (a scored phrase table to point at), --cslm, --absolute-paths, or several"),
+    ([], "give --table (a scored phrase table to point at), --cslm, --bilm, --absolute-paths, or several"),
     (["--table", str(MINI_TABLE), "--relative-to", "."], "--relative-to goes with --absolute-paths"),
     (["--absolute-paths", "--weights", "0.1,-0.1"], "--weights only go with --table"),
 ])

@@ -140,12 +140,7 @@ def doc_floors() -> list[tuple[str, ...]]:
 
 
 #: Imports that point up or sideways, each by name (importer, imported; module prefixes) with its reason.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("mosesrnn.formats.nplm", "mosesrnn.cslm.model"): "the NPLM writer reads the CSLM's attributes (issue 32, item 2 "
-                                                      "gives it plain arrays)",
-    ("mosesrnn.formats.nplm", "mosesrnn.text.vocab"): "the NPLM writer takes PAD from the vocabulary (issue 32, "
-                                                      "item 2)",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _module_names() -> dict[str, tuple[Path, bool]]:

@@ -118,8 +118,9 @@ def test_model_file_holds_the_spm_models_and_scores_identically(trained, entries
 def test_subword_scores_do_not_depend_on_batch_size(trained, entries):
     one = RNNFeature(trained, batch_tokens=1).values(entries)
     many = RNNFeature(trained, batch_tokens=512).values(entries)
-    # 1e-5, or one float32 ulp where |log p| > 128 (random weights give up to ~220 nats here)
-    assert one == pytest.approx(many, abs=1e-5, rel=2e-7)
+    # 1e-5, or a few float32 ulps of |log p| (random weights give up to ~220 nats here; AVX-512 kernels sum a
+    # batch's rows in another order than AVX2's: two ulps at 73 nats were seen)
+    assert one == pytest.approx(many, abs=1e-5, rel=5e-7)
 
 
 def test_vocab_dir_round_trip_and_neither_kind_is_refused(models, text, tmp_path):

@@ -13,6 +13,8 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -126,19 +128,35 @@ def test_the_route_tunes_rescores_and_reports_with_significance(tmp_path, fake_m
     assert result.exit_code == 0, result.output
     work = tmp_path / "work"
     report = read_report(str(work / "report.json"))
-    assert [stage.name for stage in report.stages] == ["baseline", "system", "rescored"]
+    assert [stage.name for stage in report.stages] == ["baseline", "system", "retuned", "rescored"]
     references = REFERENCE.read_text(encoding="utf-8").splitlines()
     for stage in report.stages[:2]:
         expected = [sacrebleu.corpus_bleu(perturbed(REFERENCE, DROP_EVERY[f"{stage.name}-run{k}"]).splitlines(),
                                           [references], tokenize="none", force=True).score for k in (1, 2, 3)]
         assert list(stage.bleu) == pytest.approx(expected, abs=1e-9)
-    base, rescored = report.stages[0], report.stages[2]
+    base, control, rescored = report.stages[0], report.stages[2], report.stages[3]
     assert rescored.iterations == (1, 1, 1) and set(rescored.weight_shares) == {"UNK0"}
+    # the control: the same lists, the same MERT, no new feature; the rescored row is compared with it too
+    assert rescored.control == "retuned" and control.weight_shares == {} and control.control is None
+    assert control.hypotheses == tuple(str(work / f"system-run{run}.retuned.test.hyp") for run in (1, 2, 3))
+    assert "UNK0" not in read_weights(str(work / "system-run1.retuned.weights"))
+    against_control = paired_p_value(Path(rescored.hypotheses[median_run(rescored.bleu)]).read_text().splitlines(),
+                                     Path(control.hypotheses[median_run(control.bleu)]).read_text().splitlines(),
+                                     references, "none")
+    assert rescored.control_p_value == against_control[1] and rescored.control_pairs == 9
+    assert rescored.control_delta == pytest.approx(statistics.mean(rescored.bleu) - statistics.mean(control.bleu))
+    assert "Δ vs its control" in result.stdout and "what the features add" in result.stdout
     # the report's p-value is sacreBLEU's, run by hand on the median runs' files
     by_hand = paired_p_value(Path(rescored.hypotheses[median_run(rescored.bleu)]).read_text().splitlines(),
                              Path(base.hypotheses[median_run(base.bleu)]).read_text().splitlines(), references,
                              "none")
     assert rescored.p_value == by_hand[1] and rescored.pairs == 9
+    # and sacreBLEU's own command line on the same files (not the function the report calls) says the same
+    cli = subprocess.run([str(Path(sys.executable).parent / "sacrebleu"), str(tmp_path / "test.fr"), "-i",
+                          base.hypotheses[median_run(base.bleu)], rescored.hypotheses[median_run(rescored.bleu)],
+                          "-m", "bleu", "--paired-ar", "--paired-ar-n", "10000", "-tok", "none", "--force", "-f",
+                          "json"], capture_output=True, text=True, check=True)
+    assert json.loads(cli.stdout)[1]["BLEU"]["p_value"] == pytest.approx(rescored.p_value, rel=1e-12)
     assert rescored.delta == pytest.approx(statistics.mean(rescored.bleu) - statistics.mean(base.bleu))
     assert "unk(side=both" in report.signatures["rescoring"][0] and report.sacrebleu.startswith("nrefs:1")
     assert "| rescored: system's 100-best lists rescored with unk |" in result.stdout
@@ -192,8 +210,8 @@ def test_other_systems_climb_the_same_ladder(tmp_path, fake_moses, model):
                                                 str(BASELINE_INI)))
     assert result.exit_code == 0, result.output
     report = read_report(str(tmp_path / "work" / "report.json"))
-    assert [stage.name for stage in report.stages] == ["baseline", "system", "rescored", "pruned"]
-    assert report.stages[3].about.startswith(BASELINE_INI.name) and report.stages[3].pairs == 1
+    assert [stage.name for stage in report.stages] == ["baseline", "system", "retuned", "rescored", "pruned"]
+    assert report.stages[4].about.startswith(BASELINE_INI.name) and report.stages[4].pairs == 1
     again = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--runs", "1", "--also", "baseline",
                                                str(INI)))
     assert again.exit_code == 1 and "other systems need distinct names" in again.output
@@ -207,8 +225,10 @@ def test_the_baseline_rescored_is_its_own_row(tmp_path, fake_moses, model):
     assert result.exit_code == 0, result.output
     work = tmp_path / "work"
     report = read_report(str(work / "report.json"))
-    assert [stage.name for stage in report.stages] == ["baseline", "baseline-rescored", "system", "rescored"]
-    rescored = report.stages[1]
+    assert [stage.name for stage in report.stages] == ["baseline", "baseline-retuned", "baseline-rescored", "system",
+                                                       "retuned", "rescored"]
+    rescored = report.stages[2]
+    assert rescored.control == "baseline-retuned" and rescored.control_pairs == 4
     assert rescored.hypotheses == tuple(str(work / f"baseline-run{run}.rescored.test.hyp") for run in (1, 2))
     assert rescored.iterations == (1, 1) and set(rescored.weight_shares) == {"UNK0"} and rescored.pairs == 4
     assert "| baseline-rescored: baseline's 100-best lists rescored with unk |" in result.stdout
@@ -338,8 +358,6 @@ def test_the_route_with_real_moses(tmp_path):
     """The whole command on Moses' mini fr->en system (its 5 sentences as dev and test set), the table with
     the rnn and unk columns against the table as it is, rescored with unk: interrupted once, then continued."""
     import signal
-    import subprocess
-    import sys
     import time
 
     from conftest import shared_file
@@ -372,8 +390,56 @@ def test_the_route_with_real_moses(tmp_path):
     finished = subprocess.run(command, capture_output=True, text=True, timeout=1200)
     assert finished.returncode == 0, finished.stderr
     report = read_report(str(tmp_path / "work" / "report.json"))
-    assert [stage.name for stage in report.stages] == ["baseline", "system", "rescored"]
+    assert [stage.name for stage in report.stages] == ["baseline", "system", "retuned", "rescored"]
     assert all(len(stage.bleu) == 2 for stage in report.stages)
     # the two columns the system adds (named Feature[index]: this table has no sidecar to name them)
     assert set(report.stages[1].weight_shares) == {"PhraseDictionaryMemory0[5]", "PhraseDictionaryMemory0[6]"}
     assert json.loads((tmp_path / "work" / "plan.json").read_text())["runs"] == 2
+
+
+@pytest.mark.parametrize("extra,message", [
+    (("--rescore", "cslm"), "the cslm rescoring feature needs its model file: give --lm"),
+    (("--lm", "{model}"), "is an RNN Encoder-Decoder (a translation model, from `mosesrnn train`), but --lm takes "
+                          "a CSLM"),
+    (("--rescore", "rnn", "--vocab", str(DATA / "moses")), "the rnn rescoring feature needs its model file: give -m"),
+])
+def test_a_rescoring_that_would_fail_is_refused_before_any_stage(tmp_path, fake_moses, model, extra, message):
+    """An hour of MERT is not lost to a typo: the later stages' models are checked before the first starts."""
+    args = tune_args(tmp_path, fake_moses, model)
+    at = args.index("--rescore")
+    del args[at:at + 4]  # --rescore unk -m MODEL
+    result = CliRunner().invoke(main, args + [value.format(model=model) for value in extra])
+    assert result.exit_code == 1 and message in result.output, result.output
+    assert calls(tmp_path) == [] and not (tmp_path / "work" / "plan.json").exists()
+
+
+def test_the_joint_model_needs_a_table_with_word_alignments(tmp_path, fake_moses, model):
+    from scoring_helpers import save_tiny_joint_model
+    ini = tmp_path / "moses.ini"
+    table = DATA / "moses" / "mini-system.phrase-table.2k.gz"  # no word alignments
+    ini.write_text(f"[feature]\nPhraseDictionaryMemory name=TranslationModel0 num-features=4 path={table} "
+                   "input-factor=0 output-factor=0\n\n[weight]\nTranslationModel0= 0.2 0.2 0.2 0.2\n")
+    args = tune_args(tmp_path, fake_moses, model)
+    args[3] = str(ini)
+    at = args.index("--rescore")
+    args[at:at + 4] = ["--rescore", "bilm", "--bilm", save_tiny_joint_model(str(tmp_path / "bilm.pt"))]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and f"{table}:1: no word alignment" in result.output, result.output
+    assert calls(tmp_path) == []
+    dry = CliRunner().invoke(main, args + ["--dry-run"])
+    assert "-include-segmentation-in-n-best -print-alignment-info-in-n-best" in dry.stdout
+
+
+def test_a_report_travels_with_its_folder(tmp_path, fake_moses, model, monkeypatch):
+    """report.json names its translations relative to its own folder: a copied folder reads back from anywhere."""
+    monkeypatch.chdir(tmp_path)
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    args[args.index("--work-dir") + 1] = "work"  # relative, as a user types it
+    assert CliRunner().invoke(main, args).exit_code == 0
+    shutil.copytree(tmp_path / "work", tmp_path / "elsewhere" / "copy")
+    shutil.rmtree(tmp_path / "work")
+    (tmp_path / "other").mkdir()
+    monkeypatch.chdir(tmp_path / "other")
+    result = CliRunner().invoke(main, ["mert-report", str(tmp_path / "elsewhere" / "copy"), "--against", "system"])
+    assert result.exit_code == 0, result.output
+    assert "| Δ vs system |" in result.stdout

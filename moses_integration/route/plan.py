@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field, fields
 
 from mosesrnn.features.options import FeatureOptions
@@ -15,14 +16,28 @@ from mosesrnn.features.registry import FEATURES
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.compressed import read_bytes
 
+from ..ini_format import parse_ini, phrase_tables, read_ini_text
 from ..mert_moses import MertSettings, relative_paths
 
-__all__ = ["PLAN", "BASELINE", "SYSTEM", "RESCORED", "BASELINE_RESCORED", "RESCORED_STAGES", "RoutePlan",
-           "RouteOptions", "StageFiles", "stage_files", "plan_problems"]
+__all__ = ["PLAN", "BASELINE", "SYSTEM", "RESCORED", "BASELINE_RESCORED", "RESCORED_STAGES", "RETUNED",
+           "BASELINE_RETUNED", "CONTROLS", "CONTROL_STAGES", "RoutePlan", "RouteOptions", "StageFiles", "stage_files",
+           "plan_problems"]
 
 PLAN = "plan.json"
 BASELINE, SYSTEM, RESCORED, BASELINE_RESCORED = "baseline", "system", "rescored", "baseline-rescored"
 RESCORED_STAGES = {RESCORED: SYSTEM, BASELINE_RESCORED: BASELINE}  # a rescored stage -> the system it rescores
+#: The control of each rescored stage: the same n-best lists re-tuned by the same MERT (seed, starting weights)
+#: with no new feature, which separates what the features add from what a second tuning pass adds.
+RETUNED, BASELINE_RETUNED = "retuned", "baseline-retuned"
+CONTROLS = {RESCORED: RETUNED, BASELINE_RESCORED: BASELINE_RETUNED}  # a rescored stage -> its control
+CONTROL_STAGES = {RETUNED: SYSTEM, BASELINE_RETUNED: BASELINE}  # a control -> the system whose lists it re-tunes
+#: The feature that reads each hypothesis' word alignment (the lists are decoded with it).
+_READS_ALIGNMENTS = "bilm"
+#: The model-file kind each feature option names (mosesrnn.io.roles.MODEL_KINDS), checked before any work.
+_OPTION_KINDS = {"model": "encoder-decoder", "reverse_model": "encoder-decoder", "lm": "cslm", "bilm": "bilm"}
+#: FeatureOptions fields added after plan.json's first version: recorded only when set, so that a tuning started
+#: before them continues.
+_ADDED_LATER = ("bilm", "normalizer")
 
 
 @dataclass(frozen=True)
@@ -63,6 +78,11 @@ class RoutePlan:
     def rescoring_of(self, system: str) -> FeatureOptions | None:
         """The features ``system``'s n-best lists are rescored with, or None."""
         return {SYSTEM: self.rescoring, BASELINE: self.baseline_rescoring}.get(system)
+
+    def word_alignments(self, system: str) -> bool:
+        """Whether ``system``'s n-best lists must hold each hypothesis' word alignment (a feature reads it)."""
+        rescoring = self.rescoring_of(system)
+        return rescoring is not None and _READS_ALIGNMENTS in rescoring.names()
 
     def record(self) -> dict:
         """What a continued tuning must share with the one it continues: the inputs (absolute, with their sizes)
@@ -119,9 +139,12 @@ _FEATURE_FIELDS = frozenset(f.name for f in fields(FeatureOptions))
 def _rescoring_record(options: FeatureOptions | None) -> dict | None:
     if options is None:
         return None
-    record = {key: value for key, value in asdict(options).items() if key not in ("device", "threads")}
-    for key in ("model", "reverse_model", "lm", "vocab"):
-        record[key] = _file_record(record[key])
+    defaults = FeatureOptions()
+    record = {key: value for key, value in asdict(options).items() if key not in ("device", "threads")
+              and not (key in _ADDED_LATER and value == getattr(defaults, key))}
+    for key in ("model", "reverse_model", "lm", "vocab", "bilm"):
+        if key in record:
+            record[key] = _file_record(record[key])
     return record
 
 
@@ -177,6 +200,14 @@ class StageFiles:
     def rescored_hyp(self) -> str:
         return self.prefix + ".rescored.test.hyp"
 
+    @property
+    def retuned_weights(self) -> str:
+        return self.prefix + ".retuned.weights"
+
+    @property
+    def retuned_hyp(self) -> str:
+        return self.prefix + ".retuned.test.hyp"
+
 
 def stage_files(plan: RoutePlan, system: str, run: int) -> StageFiles:
     """The files of run ``run`` of ``system`` in the plan's working folder."""
@@ -201,8 +232,63 @@ def plan_problems(plan: RoutePlan, tools_missing: list[str]) -> list[str]:
             lines = (len(read_lines(source)), len(read_lines(reference)))
             if lines[0] != lines[1]:
                 problems.append(f"{source} has {lines[0]} lines but {reference} has {lines[1]}")
+    for system, ini in plan.systems():
+        rescoring = plan.rescoring_of(system)
+        if rescoring is not None:
+            problems += rescoring_problems(rescoring)
+            if plan.word_alignments(system) and os.path.isfile(ini) and os.path.getsize(ini):
+                problems += _alignment_problems(ini)
     problems += _plan_record_problems(plan)
     return problems + tools_missing
+
+
+def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
+    """What stops the rescoring stages, found before the first stage: a feature without its model file, a model
+    file of another kind, one that is not a model file."""
+    from mosesrnn.io.model_store import ModelFileError, model_kind
+    from mosesrnn.io.roles import MODEL_KINDS
+
+    def flag(option: str) -> str:
+        return "-m" if option == "model" else "--" + option.replace("_", "-")
+
+    problems = []
+    for name in rescoring.names():
+        needs = FEATURES[name].needs
+        if needs and getattr(rescoring, needs) is None:
+            problems.append(f"the {name} rescoring feature needs its model file: give {flag(needs)}")
+    for option, kind in _OPTION_KINDS.items():
+        path = getattr(rescoring, option)
+        if path is None or not os.path.isfile(path):
+            continue
+        try:
+            found = model_kind(path)
+        except ModelFileError as error:
+            problems.append(str(error))
+            continue
+        if found != kind:
+            problems.append(f"{path} is {MODEL_KINDS[found]}, but {flag(option)} takes {MODEL_KINDS[kind]}")
+    return problems
+
+
+def _alignment_problems(ini: str) -> list[str]:
+    """A feature reads the hypotheses' word alignment: every phrase table of ``ini`` must hold word alignments."""
+    from mosesrnn.io.compressed import open_input
+    from mosesrnn.io.declared import declare_input
+    problems = []
+    for table in phrase_tables(parse_ini(read_ini_text(ini)), ini):
+        path = next((p for p in (table.path, (table.path or "") + ".gz") if p and "$" not in p and os.path.isfile(p)),
+                    None)
+        if path is None:
+            continue  # a binarized table: Moses says it when it decodes
+        declare_input(path)  # a file the declared moses.ini names
+        with open_input(path) as stream:
+            first = stream.readline().decode("utf-8", errors="replace")
+        fields = first.split(" ||| ")
+        if len(fields) < 4 or not re.fullmatch(r"(\d+-\d+ ?)+", fields[3].strip()):
+            problems.append(f"{path}:1: no word alignment (the fourth field): the bilm feature reads each "
+                            f"hypothesis' word alignment, which Moses writes only from a table that holds them "
+                            f"(train-model.perl keeps them by default)")
+    return problems
 
 
 def _plan_record_problems(plan: RoutePlan) -> list[str]:

@@ -18,10 +18,10 @@ from mosesrnn.tuning.significance import compare_runs
 
 from ..ini_format import parse_ini, phrase_tables, read_ini_text, read_weights
 from ..mert_moses import decoding_speed, iterations
-from .plan import BASELINE, RESCORED_STAGES, SYSTEM, RoutePlan, StageFiles, stage_files
+from .plan import BASELINE, CONTROL_STAGES, CONTROLS, RESCORED_STAGES, SYSTEM, RoutePlan, StageFiles, stage_files
 from .report_file import RouteReport, StageResult
 
-__all__ = ["build_report", "compare_with"]
+__all__ = ["build_report", "compare_with", "compare_with_controls"]
 
 
 def build_report(plan: RoutePlan) -> RouteReport:
@@ -29,29 +29,55 @@ def build_report(plan: RoutePlan) -> RouteReport:
     shares, MERT's iterations, the decoding speed; and what made them (signatures)."""
     references = read_lines(plan.test_ref)
     stages, signature = [], ""
-    names = []
+    names = []  # (stage, its control): each system, then its control and its rescored stage
     for name, _ in plan.systems():
-        names += [name] + [stage for stage, system in RESCORED_STAGES.items()
-                           if system == name and plan.rescoring_of(system)]
-    for name in names:
-        rescored = name in RESCORED_STAGES
-        runs = [stage_files(plan, RESCORED_STAGES.get(name, name), k) for k in range(1, plan.runs + 1)]
-        hypotheses = [files.rescored_hyp if rescored else files.test_hyp for files in runs]
+        names.append((name, None))
+        for stage, system in RESCORED_STAGES.items():
+            if system == name and plan.rescoring_of(system):
+                names += [(CONTROLS[stage], None), (stage, CONTROLS[stage])]
+    for name, control in names:
+        rescored, retuned = name in RESCORED_STAGES, name in CONTROL_STAGES
+        system = RESCORED_STAGES.get(name) or CONTROL_STAGES.get(name) or name
+        runs = [stage_files(plan, system, k) for k in range(1, plan.runs + 1)]
+        hypotheses = [files.rescored_hyp if rescored else files.retuned_hyp if retuned else files.test_hyp
+                      for files in runs]
         scores = [file_bleu(path, plan.test_ref, plan.tokenize) for path in hypotheses]
         signature = scores[0][1]
-        shares = _rescored_shares(runs) if rescored else _column_shares(plan, name, runs)
-        speeds = [] if rescored else [decoding_speed(files.test_hyp + ".log") for files in runs]
+        shares = _rescored_shares(runs) if rescored else {} if retuned else _column_shares(plan, name, runs)
+        speeds = [] if rescored or retuned else [decoding_speed(files.test_hyp + ".log") for files in runs]
         stages.append(StageResult(
             name=name, about=_about(plan, name), bleu=tuple(score for score, _ in scores), hypotheses=tuple(hypotheses),
-            iterations=tuple(1 if rescored else iterations(files.mert_dir) for files in runs),
+            iterations=tuple(1 if rescored or retuned else iterations(files.mert_dir) for files in runs),
             weight_shares=shares,
-            sentences_per_second=sum(speeds) / len(speeds) if speeds and None not in speeds else None))
+            sentences_per_second=sum(speeds) / len(speeds) if speeds and None not in speeds else None,
+            control=control))
     dev = {"source": os.path.abspath(plan.dev_src), "reference": os.path.abspath(plan.dev_ref),
            "sentences": len(read_lines(plan.dev_src))}
     report = RouteReport(signature, dev,
                           {"source": os.path.abspath(plan.test_src), "reference": os.path.abspath(plan.test_ref),
                            "sentences": len(references)}, plan.runs, tuple(stages), _signatures(plan))
+    report = compare_with_controls(report, plan.tokenize)
     return compare_with(report, BASELINE, plan.tokenize) if plan.baseline else report
+
+
+def compare_with_controls(report: RouteReport, tokenize: str = "none") -> RouteReport:
+    """``report`` with every stage that has a control compared with it: what its features add beyond a second
+    tuning pass (the difference of the means, the median runs' p-value, the run pairs)."""
+    by_name = {stage.name: stage for stage in report.stages}
+    references = read_lines(report.test["reference"])
+    stages = []
+    for stage in report.stages:
+        control = by_name.get(stage.control) if stage.control else None
+        if control is not None:
+            comparison = compare_runs([read_lines(path) for path in stage.hypotheses], stage.bleu,
+                                      [read_lines(path) for path in control.hypotheses], control.bleu, references,
+                                      tokenize)
+            stage = StageResult(**{**asdict(stage), "control_delta": comparison.delta,
+                                   "control_p_value": comparison.p_value,
+                                   "control_pairs_agreeing": comparison.pairs_agreeing,
+                                   "control_pairs": comparison.pairs})
+        stages.append(stage)
+    return RouteReport(report.sacrebleu, report.dev, report.test, report.runs, tuple(stages), report.signatures)
 
 
 def compare_with(report: RouteReport, reference_stage: str, tokenize: str = "none") -> RouteReport:
@@ -86,6 +112,9 @@ def _about(plan: RoutePlan, name: str) -> str:
     if name in RESCORED_STAGES:
         features = ",".join(plan.rescoring_of(RESCORED_STAGES[name]).names())
         return f"{RESCORED_STAGES[name]}'s {plan.nbest_size}-best lists rescored with {features}"
+    if name in CONTROL_STAGES:
+        return (f"{CONTROL_STAGES[name]}'s {plan.nbest_size}-best lists re-tuned by the same MERT, no new feature "
+                f"(the control)")
     ini = dict(plan.systems())[name]
     columns = list(_new_columns(plan, ini).values())
     return os.path.basename(ini) + (f" with {', '.join(columns)}" if columns else "")

@@ -57,7 +57,7 @@ def _run_system(plan: RoutePlan, tools: MosesTools, system: str, ini: str, run: 
     files = stage_files(plan, system, run)
     where = f"{system} run {run}/{plan.runs}"
     rescoring = plan.rescoring_of(system)
-    rescore = rescoring is not None
+    rescore, aligned = rescoring is not None, plan.word_alignments(system)
     if not os.path.isfile(files.tuned_ini):
         with _iterations_watch(files.mert_dir, lambda k: log(f"{where}: mert-moses.pl, iteration {k}")):
             run_mert(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir,
@@ -65,13 +65,13 @@ def _run_system(plan: RoutePlan, tools: MosesTools, system: str, ini: str, run: 
     if not os.path.isfile(files.test_hyp) or (rescore and not os.path.isfile(files.test_nbest)):
         log(f"{where}: decoding the test set" + (f" ({plan.nbest_size}-best lists)" if rescore else ""))
         decode(tools, files.tuned_ini, plan.mert.threads, plan.test_src, files.test_hyp,
-               files.test_nbest if rescore else None, plan.nbest_size)
+               files.test_nbest if rescore else None, plan.nbest_size, aligned)
     if not rescore:
         return
     if not os.path.isfile(files.dev_nbest):
         log(f"{where}: decoding the dev set's {plan.nbest_size}-best lists")
         decode(tools, files.tuned_ini, plan.mert.threads, plan.dev_src, files.dev_hyp, files.dev_nbest,
-               plan.nbest_size)
+               plan.nbest_size, aligned)
     rescore_run(plan, rescoring, files, run, lambda message: log(f"{where}: {message}"))
 
 
@@ -79,7 +79,9 @@ def rescore_run(plan: RoutePlan, rescoring: FeatureOptions, files: StageFiles, r
                 log: Callable[[str], None]) -> None:
     """The rescoring stages of one run on its dev and test n-best lists (``files.dev_nbest``,
     ``files.test_nbest``): add the features of ``rescoring``, tune with mosesrnn's MERT from
-    ``files.tuned_ini`` (seed ``run``), rerank the test list. Each stage is skipped when its file exists."""
+    ``files.tuned_ini`` (seed ``run``), rerank the test list; and the control: the same lists, without the
+    features, through the same MERT (seed, starting weights) and reranking. Each stage is skipped when its
+    file exists."""
     from mosesrnn.api import score_nbest
     from mosesrnn.tuning.mert import MertOptions
     from mosesrnn.tuning.nbest_mert import mert_nbest_files
@@ -91,16 +93,17 @@ def rescore_run(plan: RoutePlan, rescoring: FeatureOptions, files: StageFiles, r
             log(f"adding {','.join(rescoring.names())} to {listing}")
             summary = score_nbest(listing, source, rescored, rescoring)
             _remember_features(files, summary.features, summary.labels)
-    if not os.path.isfile(files.weights):
-        log(f"mosesrnn mert on {files.dev_rescored}, from the weights of {files.tuned_ini}")
-        result = mert_nbest_files([files.dev_rescored], [plan.dev_ref], files.tuned_ini, plan.tokenize,
-                            MertOptions(seed=run))
-        with atomic_file(files.weights) as stream:
-            stream.write(weights_text(named_weights(result.groups, result.weights)).encode("utf-8"))
-    if not os.path.isfile(files.rescored_hyp):
-        with atomic_file(files.rescored_hyp) as stream:
-            for text in rerank(files.test_rescored, read_weights(files.weights)):
-                stream.write(f"{text}\n".encode("utf-8"))
+    for dev, test, weights, output in ((files.dev_rescored, files.test_rescored, files.weights, files.rescored_hyp),
+                                       (files.dev_nbest, files.test_nbest, files.retuned_weights, files.retuned_hyp)):
+        if not os.path.isfile(weights):
+            log(f"mosesrnn mert on {dev}, from the weights of {files.tuned_ini}")
+            result = mert_nbest_files([dev], [plan.dev_ref], files.tuned_ini, plan.tokenize, MertOptions(seed=run))
+            with atomic_file(weights) as stream:
+                stream.write(weights_text(named_weights(result.groups, result.weights)).encode("utf-8"))
+        if not os.path.isfile(output):
+            with atomic_file(output) as stream:
+                for text in rerank(test, read_weights(weights)):
+                    stream.write(f"{text}\n".encode("utf-8"))
 
 
 def _remember_features(files: StageFiles, features, labels) -> None:
@@ -140,19 +143,21 @@ def dry_run_commands(plan: RoutePlan, tools: MosesTools, problems: list[str]) ->
     lines += [format_command(show_weights_command(tools, ini)) for _, ini in plan.systems()]
     for system, ini in plan.systems():
         rescoring = plan.rescoring_of(system)
-        rescore = rescoring is not None
+        rescore, aligned = rescoring is not None, plan.word_alignments(system)
         for run in range(1, plan.runs + 1):
             files = stage_files(plan, system, run)
             mert = mert_command(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir)
             lines.append(f"{format_command(mert)} > {files.mert_dir}.log 2>&1")
             lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.test_src,
-                                                       files.test_nbest if rescore else None, plan.nbest_size),
-                                        files.test_hyp))
+                                                       files.test_nbest if rescore else None, plan.nbest_size,
+                                                       aligned), files.test_hyp))
             if rescore:
                 lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.dev_src,
-                                                           files.dev_nbest, plan.nbest_size), files.dev_hyp))
+                                                           files.dev_nbest, plan.nbest_size, aligned), files.dev_hyp))
                 lines.append(f"# then: mosesrnn nbest ({','.join(rescoring.names())}) on both lists, mosesrnn "
                              f"mert --init {files.tuned_ini} --seed {run}, mosesrnn rerank -> {files.rescored_hyp}")
+                lines.append(f"# and the control: the same mert and rerank on the lists without the features -> "
+                             f"{files.retuned_hyp}")
     lines.append(f"# then: the report (sacreBLEU tokenize={plan.tokenize}, paired approximate randomisation) in "
                  f"{plan.work_dir}/report.md and report.json")
     return "\n".join(lines)

@@ -11,6 +11,7 @@ import click
 
 from ..version import __version__
 from .analysis import embed, perplexity, report, topk
+from .bilm import bilm
 from .common import CommandGroup
 from .generate import augment, sample, translate
 from .lm import lm
@@ -49,7 +50,7 @@ def main() -> None:
 SECTIONS = (
     ("The main job", (vocab, train, score, merge, prune)),
     ("Moses", (moses_ini, binarize, tune, mert_report)),
-    ("The neural language model (CSLM)", (lm,)),
+    ("The neural language models: the CSLM and the joint model", (lm, bilm)),
     ("n-best lists", (nbest, mert, rerank)),
     ("Generation and analysis", (translate, sample, augment, topk, perplexity, embed, report)),
 )

@@ -60,9 +60,10 @@ def topk(table, model_path, k, sources, num_sources, min_words, min_candidates, 
 
 @click.command(cls=Command)
 @click.option("-m", "--model", "model_path", required=True, type=ANY_MODEL,
-              help="An RNN Encoder-Decoder file from `mosesrnn train` (INPUTS: SRC TRG or a TABLE) or a CSLM file "
-                   "from `mosesrnn lm train` (INPUTS: target-language texts).")
-@click.argument("inputs", nargs=-1, required=True, type=INPUT, metavar="SRC TRG | TABLE | TEXT...")
+              help="An RNN Encoder-Decoder file from `mosesrnn train` (INPUTS: SRC TRG or a TABLE), a CSLM file "
+                   "from `mosesrnn lm train` (INPUTS: target-language texts) or a joint model from `mosesrnn bilm "
+                   "train` (INPUTS: SRC TRG ALIGNMENT).")
+@click.argument("inputs", nargs=-1, required=True, type=INPUT, metavar="SRC TRG | TABLE | TEXT... | SRC TRG ALIGN")
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed of the source shuffle.")
 @click.option("--max-pairs", type=click.IntRange(1), help="Use the first N pairs (a table: its first N unique pairs).")
 @DEVICE
@@ -70,24 +71,28 @@ def topk(table, model_path, k, sources, num_sources, min_words, min_candidates, 
 @ENCODING
 @QUIET
 def perplexity(model_path, inputs, seed, max_pairs, device, threads, encoding, quiet):
-    """Per-token perplexity of held-out text under a model of either kind.
+    """Per-token perplexity of held-out text under a model of any kind.
 
     \b
     An RNN Encoder-Decoder: the gold targets of a tokenised parallel corpus (SRC TRG, line i translating
     line i) or of a phrase table's unique pairs, and the same with the sources shuffled across pairs
     (the shuffled control tells how much the model uses the source).
     A CSLM: each tokenised TEXT (words and </s>), and how self-normalised the model is there (log Z).
+    A joint model: the target words and </s> of a word-aligned corpus (SRC TRG ALIGNMENT), and log Z.
 
     \b
     Example:
       mosesrnn perplexity -m sent-model/best.pt test.tok.en test.tok.fr
       mosesrnn perplexity -m lm/best.pt test.tok.fr
+      mosesrnn perplexity -m bilm/best.pt heldout.en heldout.fr heldout.align
     """
     from ..io.model_store import model_kind
-    from ..io.roles import CSLM
+    from ..io.roles import CSLM, JOINT
     setup_logging(quiet)
     if model_kind(model_path) == CSLM:
         return _language_model_perplexity(model_path, inputs, threads, encoding)
+    if model_kind(model_path) == JOINT:
+        return _joint_model_perplexity(model_path, inputs, threads, encoding)
     from ..analysis.perplexity import TextPair
     from ..analysis.perplexity import perplexity as compute
     if len(inputs) not in (1, 2):
@@ -95,6 +100,22 @@ def perplexity(model_path, inputs, seed, max_pairs, device, threads, encoding, q
     pairs = _pairs(inputs, encoding, TextPair)[:max_pairs]
     trained, device = load_model(model_path, device, threads)
     click.echo(compute(trained, pairs, seed=seed, device=device).summary())
+
+
+def _joint_model_perplexity(model_path: str, inputs, threads, encoding) -> None:
+    """``perplexity`` with a joint model: one line for SRC TRG ALIGNMENT."""
+    import torch
+
+    from ..bilm.model_file import load_joint_model
+    from ..bilm.scoring import corpus_stats
+    if len(inputs) != 3:
+        raise click.UsageError("a joint model measures SRC TRG ALIGNMENT (three files: a word-aligned corpus)")
+    if threads:
+        torch.set_num_threads(threads)
+    stats = corpus_stats(load_joint_model(model_path), *inputs, encoding=encoding)
+    click.echo(f"{inputs[1]}: {stats.tokens} tokens (words and </s>): perplexity {stats.perplexity:.2f} per token "
+               f"({100 * stats.unk_share:.1f}% <unk>; {stats.perplexity_known:.2f} over the others), log Z "
+               f"{stats.log_z_mean:+.3f} ± {stats.log_z_std:.3f}")
 
 
 def _language_model_perplexity(model_path: str, texts, threads, encoding) -> None:

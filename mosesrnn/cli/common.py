@@ -14,7 +14,7 @@ from ..io.roles import Role
 from ..runtime import DEVICES, DTYPES
 from .paths import PathParam
 
-__all__ = ["ENCODING", "QUIET", "DEVICE", "DTYPE", "THREADS", "setup_logging", "Command", "CommandGroup",
+__all__ = ["ENCODING", "QUIET", "DEVICE", "DTYPE", "THREADS", "setup_logging", "Command", "CommandGroup", "layer_sizes",
            "declared_paths", "load_model", "parse_duration", "duration"]
 
 ENCODING = click.option(
@@ -178,3 +178,16 @@ def duration(ctx, param, value):
         return None if value is None else parse_duration(value)
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
+
+
+def layer_sizes(ctx, param, value):
+    """Click callback: '1536,1024' -> (1536, 1024)."""
+    if value is None:
+        return None
+    try:
+        sizes = tuple(int(size) for size in value.split(","))
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of sizes") from None
+    if min(sizes) < 1:
+        raise click.BadParameter(f"{value!r}: every size must be positive")
+    return sizes

@@ -8,10 +8,10 @@ from dataclasses import fields
 import click
 
 from ..encdec.direction import DIRECTIONS
-from ..features.options import UNK_SIDES, FeatureOptions
+from ..features.options import NORMALIZERS, UNK_SIDES, FeatureOptions
 from ..features.registry import FEATURES, default_features, parse_feature_names
 from .common import DEVICE, DTYPE, THREADS
-from .paths import CSLM_MODEL, INPUT_FOLDER, MODEL
+from .paths import CSLM_MODEL, INPUT_FOLDER, JOINT_MODEL, MODEL
 
 __all__ = ["feature_options"]
 
@@ -41,6 +41,9 @@ def _options(encoding: str, sentences: bool) -> list:
         click.option("--lm", type=CSLM_MODEL,
                      help="A CSLM file from `mosesrnn lm train`, for the cslm feature (the hypothesis' "
                           "log-probability under a neural target language model)."),
+        click.option("--bilm", type=JOINT_MODEL,
+                     help="A joint model file from `mosesrnn bilm train`, for the bilm feature (the hypothesis' "
+                          "log-probability given the source; the list must hold Moses' word alignment)."),
         click.option("--label", "labels", multiple=True, callback=_labels, metavar="FEATURE=NAME",
                      help="The name of a feature's group in the list (repeatable), e.g. --label rnn=RNN1 to add a "
                           "second model's scores beside the first's RNN0."),
@@ -67,6 +70,11 @@ def _options(encoding: str, sentences: bool) -> list:
                           "model [default: the model's]."),
         click.option("--length-normalize", is_flag=True,
                      help="Divide log p by the predicted tokens (words + EOS); off, as in the paper."),
+        click.option("--normalizer", type=click.Choice(NORMALIZERS), default="exact", show_default=True,
+                     help="exact: log p, with the softmax normaliser at every position. skip: the raw score "
+                          "without it, several times faster, for a model trained with `train --self-norm` "
+                          "(log p + the sum of log Z, which such training keeps near 0; refused for another "
+                          "model)."),
         DEVICE,
         DTYPE,
         click.option("--batch-tokens", default=4096, show_default=True, type=click.IntRange(1),
@@ -80,9 +88,9 @@ def feature_options(encoding: str, sentences: bool = False):
 
     ``encoding`` tells in ``--help`` how the values are written (e^v in a phrase table, raw in an n-best list);
     ``sentences``: the command scores whole sentences (n-best lists), so the sentence options (--lm,
-    --label) join.
+    --bilm, --label) join.
     """
-    names = [f.name for f in fields(FeatureOptions) if sentences or f.name not in ("lm", "labels")]
+    names = [f.name for f in fields(FeatureOptions) if sentences or f.name not in ("lm", "bilm", "labels")]
 
     def decorate(command):
         @functools.wraps(command)

@@ -7,9 +7,8 @@ from __future__ import annotations
 import click
 
 from ..cslm.config import LM_PRESETS, MAX_ORDER
-from ..cslm.model_file import check_self_normalised
 from ..io.roles import output_file
-from .common import DEVICE, LR_DECAY, MIN_LR, QUIET, THREADS, WARMUP, Command, duration, setup_logging
+from .common import DEVICE, LR_DECAY, MIN_LR, QUIET, THREADS, WARMUP, Command, duration, layer_sizes, setup_logging
 from .paths import CSLM_MODEL, INPUT, PathParam, output_folder_writing
 
 __all__ = ["lm"]
@@ -47,7 +46,8 @@ def lm() -> None:
 @click.option("--order", type=click.IntRange(2, MAX_ORDER), help="n of the n-grams [default: the preset's].")
 @click.option("--vocab-size", type=click.IntRange(1), help="Shortlist size [default: the preset's].")
 @click.option("--embed-dim", type=click.IntRange(1), help="Advanced: override the preset's embedding size.")
-@click.option("--hidden", "hidden_dims", help="Advanced: the hidden layers' sizes, e.g. 512 or 1536,1024.")
+@click.option("--hidden", "hidden_dims", callback=layer_sizes, metavar="SIZES",
+              help="Advanced: the hidden layers' sizes, e.g. 512 or 1536,1024.")
 @click.option("--self-norm", default=0.1, show_default=True, type=click.FloatRange(0),
               help="alpha of the (log Z)^2 penalty that makes the raw scores log-probabilities (Devlin et al. "
                    "2014); Moses reads the raw scores.")
@@ -78,10 +78,7 @@ def lm() -> None:
 @click.option("--seed", default=1, show_default=True, type=int)
 @click.option("--restart", "resume", flag_value="never", help="Ignore a saved run in the directory and start over.")
 @QUIET
-def train(corpus, output_dir, valid, valid_share, preset, order, vocab_size, embed_dim, hidden_dims, self_norm,
-          batch_size, learning_rate, warmup, lr_decay, min_lr, dropout, estimator, noise_samples, output_bias,
-          valid_every, patience, max_updates, max_time, device, threads, seed, resume,
-          quiet):
+def train(**options):
     """Train a CSLM on CORPUS, tokenised target-side sentences (one a line, gzip or not), tokenised exactly as
     the Moses system's target side. Ctrl-C saves; the same command continues.
 
@@ -90,20 +87,9 @@ def train(corpus, output_dir, valid, valid_share, preset, order, vocab_size, emb
       mosesrnn lm train train.tok.fr -o lm/ --valid dev.tok.fr --preset moses --max-time 2h
     """
     from ..cslm.task import LMTrainConfig, train_lm
-    setup_logging(quiet)
-    try:
-        hidden = tuple(int(size) for size in hidden_dims.split(",")) if hidden_dims else None
-    except ValueError:
-        raise click.BadParameter(f"{hidden_dims!r} is not a comma-separated list of sizes", param_hint="--hidden") \
-            from None
-    result = train_lm(LMTrainConfig(output_dir, corpus, valid=valid, valid_share=valid_share, preset=preset,
-                                    order=order, vocab_size=vocab_size, embed_dim=embed_dim, hidden_dims=hidden,
-                                    self_norm=self_norm, batch_size=batch_size, learning_rate=learning_rate,
-                                    warmup=warmup, lr_decay=lr_decay, min_lr=min_lr, dropout=dropout,
-                                    estimator=estimator, noise_samples=noise_samples, output_bias=output_bias,
-                                    valid_every=valid_every, patience=patience, max_updates=max_updates,
-                                    max_time=max_time, device=device, threads=threads, seed=seed,
-                                    resume=resume or "auto", quiet=quiet))
+    from ..train.driver import config_from_options
+    setup_logging(options["quiet"])
+    result = train_lm(config_from_options(LMTrainConfig, options))
     best = result.best
     click.echo(f"{result.best_path}: " + (f"validation perplexity {best['valid_ppl']:.2f} per token (unigram "
                                           f"{result.unigram_ppl:.2f}), log Z {best['log_z_mean']:+.3f} ± "
@@ -133,14 +119,11 @@ def export(model_path, output, force):
     """
     import os
 
-    from ..cslm.model_file import load_language_model
-    from ..formats.nplm import export_nplm
-    if os.path.exists(output) and not force:
-        raise click.ClickException(f"{output} exists: give another name, or --force to replace it")
-    trained = load_language_model(model_path)
-    check_self_normalised(trained, model_path)
-    export_nplm(trained.model, trained.codec.vocabulary.itos, output)
+    from moses_integration.neural_lm import neural_lm_feature
+
+    from ..cslm.export import export_cslm
+    trained = export_cslm(model_path, output, force)
     config = trained.model.config
     click.echo(f"wrote {output}: {config.order}-gram, {config.vocab_size} words, one hidden layer of "
-               f"{config.hidden_dims[0]}; in moses.ini: NeuralLM name=CSLM0 factor=0 order={config.order} "
-               f"path={os.path.abspath(output)}", err=True)
+               f"{config.hidden_dims[0]}; in moses.ini: {neural_lm_feature(config.order, os.path.abspath(output))}",
+               err=True)

@@ -19,16 +19,20 @@ from moses_integration.new_columns import DEFAULT_WEIGHTS
 from moses_integration.route.report_file import REPORT_JSON
 from moses_integration.tools import MosesToolError, format_command
 
+from ..bilm.config import EXPORT_FILES as JOINT_EXPORT_FILES
+from ..io.roles import input_file
 from .common import DEVICE, DTYPE, QUIET, Command, setup_logging
 from .features import check_feature_names
 from .paths import (
     CSLM_MODEL,
     INPUT,
     INPUT_FOLDER,
+    JOINT_MODEL,
     MODEL,
     OUTPUT,
     PLACE,
     PROGRAM_OUTPUT,
+    PathParam,
     input_with,
     output_folder_writing,
 )
@@ -102,10 +106,15 @@ _DEFAULTS_TEXT = ", ".join(f"{name} {weight:+g}" for name, weight in DEFAULT_WEI
                    "file from `mosesrnn lm export`, its order read from the file, and its weight.")
 @click.option("--cslm-weight", default=0.1, show_default=True, type=float,
               help="The NeuralLM feature's initial weight (tune it with `mosesrnn tune`).")
+@click.option("--bilm", type=PathParam(input_file(*JOINT_EXPORT_FILES)), metavar="NPLM",
+              help="Add the joint model inside the decoder: a BilingualNPLM feature (Moses built --with-nplm) reading "
+                   "this file from `mosesrnn bilm export`, its windows and vocabularies from the files beside it.")
+@click.option("--bilm-weight", default=0.1, show_default=True, type=float,
+              help="The BilingualNPLM feature's initial weight (tune it with `mosesrnn tune`).")
 @click.option("-o", "--output", default="-", show_default=True, type=OUTPUT,
               help="The new moses.ini ('-' for stdout; written whole or not at all; never over INI).")
 def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute_paths, relative_to, cslm,
-              cslm_weight, output):
+              cslm_weight, bilm, bilm_weight, output):
     """Point the phrase table of INI at a scored TABLE and add weights for its new columns; or (and)
     make every path of INI absolute.
 
@@ -114,30 +123,31 @@ def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute
     untouched. The defaults start the new features small (the weights decide, before tuning,
     which table-limit translations survive) with the sign that helps: +0.1 rewards a higher RNN
     log-probability, -0.1 penalises each unknown word. With --cslm, a NeuralLM feature (the CSLM
-    in the decoder) and its weight are added too.
+    in the decoder) and its weight are added too; with --bilm, a BilingualNPLM (the joint model).
 
     \b
     Example:
       mosesrnn moses-ini moses.ini --table $PWD/phrase-table.rnn.gz -o moses.rnn.ini
       mosesrnn moses-ini system/moses.ini --absolute-paths --relative-to system -o moses.abs.ini
       mosesrnn moses-ini moses.rnn.ini --cslm $PWD/lm.nplm -o moses.rnn.cslm.ini
+      mosesrnn moses-ini moses.ini --bilm $PWD/bilm.nplm -o moses.bilm.ini
     """
-    _check_moses_ini_options(table, absolute_paths, relative_to, cslm,
+    _check_moses_ini_options(table, absolute_paths, relative_to, cslm or bilm,
                              dict(add=add, features=features, weights=weights, feature=feature_name, binary=binary))
     base = (relative_to or os.getcwd()) if absolute_paths else None
     rewrite = update_moses_ini(ini, table, output, add, features, weights, feature_name, binary, base, cslm,
-                               cslm_weight)
+                               cslm_weight, bilm, bilm_weight)
     for line in rewrite.messages(output):
         click.echo(line, err=True)
 
 
-def _check_moses_ini_options(table, absolute_paths, relative_to, cslm, table_options) -> None:
+def _check_moses_ini_options(table, absolute_paths, relative_to, neural, table_options) -> None:
     if relative_to is not None and not absolute_paths:
         raise click.UsageError("--relative-to goes with --absolute-paths")
     if table is None:
-        if not absolute_paths and cslm is None:
-            raise click.UsageError("give --table (a scored phrase table to point at), --cslm, --absolute-paths, "
-                                   "or several")
+        if not absolute_paths and neural is None:
+            raise click.UsageError("give --table (a scored phrase table to point at), --cslm, --bilm, "
+                                   "--absolute-paths, or several")
         given = [f"--{name}" for name, value in table_options.items() if value is not None]
         if given:
             raise click.UsageError(f"{', '.join(given)} only go with --table")
@@ -212,13 +222,17 @@ def binarize(table, fmt, output, threads, rankscore, add_empty_alignment, moses_
               help="Tuning runs per system: MERT is unstable, Clark et al. (2011) recommend at least 3.")
 @click.option("--rescore", "features", callback=check_feature_names, metavar="FEATURES",
               help="Rescore the system's n-best lists with these n-best features (as `mosesrnn nbest --features`: "
-                   "unk, cslm, rnn, rnn-rev), then tune all weights on the dev lists with mosesrnn's MERT and "
-                   "rerank the test lists [default with --lm, -m or --reverse-model: the features of the models "
-                   "given].")
+                   "unk, cslm, bilm, rnn, rnn-rev), then tune all weights on the dev lists with mosesrnn's MERT and "
+                   "rerank the test lists; the same lists re-tuned without them are the control [default with --lm, "
+                   "--bilm, -m or --reverse-model: the features of the models given].")
 @click.option("--rescore-baseline", "baseline_features", callback=check_feature_names, metavar="FEATURES",
               help="Rescore the baseline's n-best lists too, with these features (the same models), e.g. cslm: "
                    "Table 1's +CSLM row, reported as baseline-rescored.")
 @click.option("--lm", type=CSLM_MODEL, help="A CSLM file (`mosesrnn lm train`) for the cslm rescoring feature.")
+@click.option("--bilm", type=JOINT_MODEL,
+              help="A joint model file (`mosesrnn bilm train`) for the bilm rescoring feature; the n-best lists are "
+                   "then decoded with their word alignments (the phrase tables must hold them: checked before any "
+                   "work).")
 @click.option("-m", "--model", type=MODEL,
               help="An RNN Encoder-Decoder file for the rnn rescoring feature (a sentence-level model), or whose "
                    "shortlists serve unk.")
@@ -254,9 +268,11 @@ def tune(dry_run, quiet, **options):
     For each of --runs runs: mert-moses.pl tunes the baseline (if given) and the system; each tuned ini
     decodes the test set; with rescoring features, the system's dev and test n-best lists get them
     (`mosesrnn nbest`), mosesrnn's MERT tunes every weight on the dev lists from the tuned weights, and
-    the test lists are reranked (the baseline's too, with --rescore-baseline). The report (stdout,
+    the test lists are reranked (the baseline's too, with --rescore-baseline); the control of each rescored
+    row re-tunes the same lists with the same MERT without the features. The report (stdout,
     WORK_DIR/report.md and report.json; `mosesrnn mert-report WORK_DIR` shows it again) gives per stage:
-    test BLEU per run, mean ± std, the difference to the baseline, sacreBLEU's paired approximate
+    test BLEU per run, mean ± std, the difference to the baseline (and a rescored row's to its control),
+    sacreBLEU's paired approximate
     randomisation between the median runs and how many run pairs agree at p < 0.05, the new weights'
     shares of L1, MERT's iterations, decoding speed, and the signatures of what made them. Ctrl-C or a
     crash loses nothing finished: the same command continues at the run and stage where it stopped (a
@@ -271,7 +287,7 @@ def tune(dry_run, quiet, **options):
     if options["baseline_features"] and not options["baseline"]:
         raise click.UsageError("--rescore-baseline needs --baseline")
     if options["vocab"] and options["features"] is None and not any(
-            options[name] for name in ("model", "reverse_model", "lm")):
+            options[name] for name in ("model", "reverse_model", "lm", "bilm")):
         raise click.UsageError("--vocab serves the unk feature: name it with --rescore unk")
     text = route.tune(route.RouteOptions.from_options(**options), lambda message: log.info("tune: %s", message),
                       dry_run)

@@ -12,6 +12,7 @@ import click
 from ..io.roles import (
     CSLM,
     ENCODER_DECODER,
+    JOINT,
     Role,
     input_file,
     input_folder,
@@ -23,7 +24,8 @@ from ..io.roles import (
     program_output,
 )
 
-__all__ = ["PathParam", "INPUT", "INPUT_FOLDER", "MODEL", "CSLM_MODEL", "ANY_MODEL", "OUTPUT", "PROGRAM_OUTPUT",
+__all__ = ["PathParam", "INPUT", "INPUT_FOLDER", "MODEL", "CSLM_MODEL", "JOINT_MODEL", "ANY_MODEL", "OUTPUT",
+           "PROGRAM_OUTPUT",
            "PLACE", "SCORED_TABLE", "MODEL_FOLDER_FILES", "input_with", "output_with", "output_folder_writing",
            "output_prefix_of"]
 
@@ -48,6 +50,8 @@ INPUT_FOLDER = PathParam(input_folder())
 MODEL = PathParam(model_file(ENCODER_DECODER))
 #: A CSLM model file.
 CSLM_MODEL = PathParam(model_file(CSLM))
+#: A joint model file (``mosesrnn bilm train``).
+JOINT_MODEL = PathParam(model_file(JOINT))
 #: A model file of either kind (the command reads its kind).
 ANY_MODEL = PathParam(model_file(None))
 #: A file written whole or not at all (``-``: stdout).

@@ -62,6 +62,10 @@ from .paths import INPUT, INPUT_FOLDER, MODEL_FOLDER_FILES, output_folder_writin
 @click.option("--output-bias", type=click.Choice(["zero", "unigram"]),
               help="Start the softmax bias at 0 (the paper) or at the log unigram distribution of the targets "
                    "[default: small unigram, paper zero].")
+@click.option("--self-norm", type=click.FloatRange(0), metavar="ALPHA",
+              help="Train self-normalised: add ALPHA x (log Z)^2 per predicted position to the loss, so that "
+                   "log Z (the softmax normaliser) stays near 0 and `score --normalizer skip` may leave it out "
+                   "(e.g. 0.1, the CSLM's; validation then reports log Z's mean and spread) [default: 0, off].")
 @click.option("--max-updates", type=click.IntRange(1), help="Stop at this many updates in all.")
 @click.option("--max-time", callback=duration, metavar="DURATION",
               help="Stop after this much training time in this invocation, e.g. 90s, 10m, 2h "
@@ -83,10 +87,7 @@ from .paths import INPUT, INPUT_FOLDER, MODEL_FOLDER_FILES, output_folder_writin
 @click.option("--output-rank", type=click.IntRange(1), help="Advanced: override the preset's output rank.")
 @ENCODING
 @QUIET
-def train(table, corpus, output_dir, preset, encoder, direction, vocab_dir, vocab_size, max_phrase_len, valid_share,
-          valid_size, valid_every, patience, batch_size, optimizer, learning_rate, clip_norm, warmup, lr_decay, min_lr,
-          bucket_window, output_bias, max_updates, max_time,
-          device, threads, dtype, seed, resume, embed_dim, hidden_dim, maxout_units, output_rank, encoding, quiet):
+def train(**options):
     """Train the RNN Encoder-Decoder on the unique phrase pairs of TABLE (or on --corpus).
 
     The paper's Adadelta (rho 0.95, eps 1e-6; Adam for the small preset) on minibatches of random
@@ -103,19 +104,14 @@ def train(table, corpus, output_dir, preset, encoder, direction, vocab_dir, voca
     """
     from ..encdec.task import TrainConfig
     from ..encdec.task import train as run_training
-    setup_logging(quiet or os.environ.get("RANK", "0") != "0")  # under torchrun rank 0 speaks for all
-    overrides = {k: v for k, v in dict(encoder=encoder, embed_dim=embed_dim, hidden_dim=hidden_dim,
-                                       maxout_units=maxout_units, output_rank=output_rank).items() if v is not None}
-    if (table is None) == (not corpus):
+    from ..train.driver import config_from_options
+    setup_logging(options["quiet"] or os.environ.get("RANK", "0") != "0")  # under torchrun rank 0 speaks for all
+    if (options["table"] is None) == (not options["corpus"]):
         raise click.UsageError("give a phrase TABLE or --corpus SRC TRG (one of them)")
-    config = TrainConfig(output_dir, table=table, corpus=tuple(corpus) if corpus else None, preset=preset,
-                         direction=direction, vocab_dir=vocab_dir, vocab_size=vocab_size, max_len=max_phrase_len,
-                         encoding=encoding, valid_share=valid_share, valid_size=valid_size, batch_size=batch_size,
-                         optimizer=optimizer, learning_rate=learning_rate, clip_norm=clip_norm, warmup=warmup,
-                         lr_decay=lr_decay, min_lr=min_lr, bucket_window=bucket_window, output_bias=output_bias,
-                         valid_every=valid_every, patience=patience, max_updates=max_updates, max_time=max_time,
-                         device=device, threads=threads, dtype=dtype, seed=seed, model_overrides=overrides,
-                         resume=resume or "auto", quiet=quiet)
+    overrides = {name: options[name] for name in ("encoder", "embed_dim", "hidden_dim", "maxout_units", "output_rank")
+                 if options[name] is not None}
+    config = config_from_options(TrainConfig, options, corpus=tuple(options["corpus"]) if options["corpus"] else None,
+                                 max_len=options["max_phrase_len"], model_overrides=overrides)
     result = run_training(config)
     if math.isinf(result.best_valid_ppl):
         click.echo(f"{result.best_path}: not validated yet ({result.updates} updates, {result.stop_reason}); "

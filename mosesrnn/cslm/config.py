@@ -48,6 +48,8 @@ class CSLMConfig:
         hidden_dims: the rectified hidden layers' sizes, first to last.
         init_range: weights start uniform in [-init_range, init_range] (C14: 0.01).
         self_norm: alpha of the (log Z)^2 penalty added to the loss (Devlin et al. 2014: 0.1).
+        input_vocab_size: rows of the input embeddings when the inputs are another vocabulary than the
+            output's (a joint model reads target and source words); None: ``vocab_size``.
     """
 
     vocab_size: int
@@ -56,6 +58,7 @@ class CSLMConfig:
     hidden_dims: tuple[int, ...] = (1536, 1024)
     init_range: float = 0.01
     self_norm: float = 0.1
+    input_vocab_size: int | None = None
 
     def __post_init__(self):
         if not 2 <= self.order <= MAX_ORDER:
@@ -68,8 +71,11 @@ class CSLMConfig:
         object.__setattr__(self, "hidden_dims", tuple(self.hidden_dims))
 
     def to_dict(self) -> dict:
-        """Plain values for the model file."""
-        return {**asdict(self), "hidden_dims": list(self.hidden_dims)}
+        """Plain values for the model file (``input_vocab_size`` only where it differs: a CSLM's file is as before)."""
+        values = {**asdict(self), "hidden_dims": list(self.hidden_dims)}
+        if self.input_vocab_size is None:
+            del values["input_vocab_size"]
+        return values
 
     @classmethod
     def from_dict(cls, values: dict) -> "CSLMConfig":

@@ -17,7 +17,7 @@ import hashlib
 import math
 from array import array
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -52,6 +52,19 @@ class NgramSet:
     def __len__(self) -> int:
         return len(self.positions)
 
+    def contexts(self) -> np.ndarray:
+        """Every example's context ``(N, n-1)``, oldest word first."""
+        return self.tokens[self.positions[:, None] + np.arange(1 - self.order, 0)]
+
+    def targets(self) -> np.ndarray:
+        """Every example's predicted word ``(N,)``."""
+        return self.tokens[self.positions]
+
+    def fingerprint(self) -> str:
+        """The count and a hash of the tokens (the ranks of a torchrun run compare it)."""
+        digest = hashlib.blake2b(self.tokens.tobytes(), digest_size=8).hexdigest()
+        return f"{len(self)} training n-grams, tokens {digest}"
+
     def batch(self, index: np.ndarray, device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
         """Contexts (B, n-1), oldest word first, and targets (B,) of the examples ``index``."""
         position = self.positions[index]  # (B,)
@@ -83,6 +96,7 @@ class LMData:
     vocabulary: Vocabulary
     description: str
     coverage: float  # share of the training corpus' words inside the shortlist
+    continued: object = None  # the network of the run being continued (its last.pt), None for a fresh one
 
 
 def _sentences(path: str, encoding: str) -> list[tuple[int, list[str]]]:
@@ -127,16 +141,18 @@ def load_lm_data(corpus: str, *, order: int, vocab_size: int, valid: str | None 
     return LMData(train, ngrams((vocabulary.ids(s) for s in valid_sentences), order, bos), vocabulary, what, covered)
 
 
-def target_counts(train: NgramSet, vocab_size: int) -> np.ndarray:
-    """How often each word of the vocabulary is a predicted token of ``train``, float64 (V,)."""
-    return np.bincount(train.tokens[train.positions], minlength=vocab_size).astype(np.float64)
+def target_counts(train, vocab_size: int) -> np.ndarray:
+    """How often each word of the vocabulary is a predicted token of ``train`` (anything with ``targets()``:
+    n-grams, a joint model's examples), float64 (V,)."""
+    return np.bincount(train.targets(), minlength=vocab_size).astype(np.float64)
 
 
-def unigram_perplexity(train: NgramSet, valid: NgramSet, vocab_size: int) -> float:
-    """Per-token perplexity on ``valid`` of an add-one unigram model of ``train``'s targets
-    (over the tokens that can be predicted: not ``<pad>`` or ``<s>``)."""
+def unigram_perplexity(train, valid, vocab_size: int, never: Sequence[int] = (PAD_ID,)) -> float:
+    """Per-token perplexity on ``valid`` of an add-one unigram model of ``train``'s targets (each with
+    ``targets()``: n-grams, a joint model's examples) over the tokens that can be predicted: not ``never``
+    (the CSLM's ``<pad>``; its ``<s>`` is never a target either, and is counted out of the add-one mass)."""
     counts = target_counts(train, vocab_size)
     predictable = vocab_size - 2
     log_p = np.log(counts + 1.0) - math.log(counts.sum() + predictable)
-    log_p[PAD_ID] = -np.inf
-    return math.exp(-log_p[valid.tokens[valid.positions]].mean())
+    log_p[list(never)] = -np.inf
+    return math.exp(-log_p[valid.targets()].mean())

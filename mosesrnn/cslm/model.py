@@ -26,7 +26,7 @@ class CSLM(nn.Module):
         super().__init__()
         self.config = config
         V, E, n = config.vocab_size, config.embed_dim, config.order
-        self.embed = nn.Embedding(V, E)  # e(w), shared by the n-1 context positions
+        self.embed = nn.Embedding(config.input_vocab_size or V, E)  # e(w), shared by the n-1 context positions
         sizes = [(n - 1) * E, *config.hidden_dims]
         self.hidden = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))
         self.output = nn.Linear(sizes[-1], V)

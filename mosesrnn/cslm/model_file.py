@@ -17,8 +17,7 @@ from ..version import __version__
 from .config import CSLMConfig
 from .model import CSLM
 
-__all__ = ["FORMAT_VERSION", "SELF_NORMALISED", "TrainedLM", "save_language_model", "load_language_model",
-           "check_self_normalised"]
+__all__ = ["FORMAT_VERSION", "TrainedLM", "save_language_model", "load_language_model"]
 
 FORMAT_VERSION = 2
 _REQUIRED = ("config", "state_dict", "text")
@@ -48,20 +47,3 @@ def load_language_model(path: str, map_location="cpu") -> TrainedLM:
     model = load_weights(path, checkpoint, lambda: CSLM(CSLMConfig.from_dict(checkpoint["config"])))
     return TrainedLM(model, Codec.from_dict(checkpoint["text"]["target"]), checkpoint.get("info", {}),
                      file_digest(path))
-
-
-#: How far from 0 the mean log-normaliser on held-out text may be for Moses' NeuralLM, which reads raw scores.
-SELF_NORMALISED = 0.5
-
-
-def check_self_normalised(trained: TrainedLM, path: str) -> None:
-    """Raise ValueError unless the model's mean log Z on its validation text is within +-:data:`SELF_NORMALISED`
-    of 0: Moses' NeuralLM reads the raw scores, so each word's score would be off by log Z."""
-    mean = trained.info.get("log_z_mean")
-    if mean is None:
-        raise ValueError(f"{path}: not validated yet, so whether its scores are log-probabilities is unknown: "
-                         f"train it until its first validation")
-    if abs(mean) > SELF_NORMALISED:
-        raise ValueError(f"{path} is not self-normalised: mean log Z {mean:+.2f} on its validation text (Moses' "
-                         f"NeuralLM reads raw scores, so every word would be off by about that much; within "
-                         f"+-{SELF_NORMALISED} is needed): train it with --self-norm 0.1 or more")

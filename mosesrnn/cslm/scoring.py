@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..text.vocab import UNK_ID
-from .data import BOS, NgramSet, ngrams
+from .data import BOS, ngrams
 from .model import CSLM
 from .model_file import TrainedLM
 
@@ -29,14 +29,15 @@ MOSES_FLOOR = -100.0  # Moses' FloorScore: a log-probability is never below this
 
 
 @torch.inference_mode()
-def position_scores(model: CSLM, data: NgramSet, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """(score, log Z) of every position, float64 arrays (N,).
+def position_scores(model: CSLM, data, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(score, log Z) of every example of ``data`` (its ``contexts()`` and ``targets()``: n-grams, or a joint
+    model's examples), float64 arrays (N,).
 
     Each distinct context goes through the network once (log Z and every word's score depend on the
     context alone): the hypotheses of an n-best list share most of their contexts.
     """
-    contexts = data.tokens[data.positions[:, None] + np.arange(1 - data.order, 0)]  # (N, n-1)
-    targets = data.tokens[data.positions].astype(np.int64)
+    contexts = data.contexts()  # (N, n-1)
+    targets = data.targets().astype(np.int64)
     distinct, which = np.unique(contexts, axis=0, return_inverse=True)
     which = which.reshape(-1)
     by_context = np.argsort(which, kind="stable")
@@ -89,11 +90,12 @@ class NgramStats:
         return math.exp(self.nll_known)
 
 
-def ngram_stats(model: CSLM, data: NgramSet, batch_size: int = 1024) -> NgramStats:
-    """:class:`NgramStats` of the examples of ``data``."""
+def ngram_stats(model: CSLM, data, batch_size: int = 1024, unknown: int = UNK_ID) -> NgramStats:
+    """:class:`NgramStats` of the examples of ``data`` (see :func:`position_scores`); ``unknown``: the id
+    of ``<unk>`` among the predicted words."""
     scores, log_z = position_scores(model, data, batch_size)
     nll = log_z - scores
-    known = data.tokens[data.positions] != UNK_ID
+    known = data.targets() != unknown
     return NgramStats(len(data), float(nll.mean()), float(1 - known.mean()),
                       float(nll[known].mean()) if known.any() else math.nan, float(log_z.mean()), float(log_z.std()))
 

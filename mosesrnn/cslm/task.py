@@ -10,10 +10,8 @@ validation NLL.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,14 +20,17 @@ import torch
 from ..runtime.devices import resolve_device
 from ..text.codec import Codec
 from ..text.tokenizers import MosesWords
-from ..train.loop import BEST, LAST, Loop, LoopSettings, RunConfig, Validation, adam, begin_run
+from ..text.vocab import UNK_ID
+from ..train.driver import drive
+from ..train.loop import BEST, LAST, RunConfig, Validation, adam
 from .config import LM_PLAIN_RECIPE, LM_PRESETS, LM_RECIPES, lm_config
 from .data import LMData, load_lm_data, target_counts, unigram_perplexity
 from .model import CSLM
 from .model_file import load_language_model, save_language_model
 from .scoring import ngram_stats
 
-__all__ = ["LMTrainConfig", "LMTrainResult", "CSLMTask", "train_lm", "LM_LOSS", "LM_NCE_LOSS"]
+__all__ = ["LMTrainConfig", "LMTrainResult", "CSLMTask", "CSLMFamily", "FAMILY", "lm_result", "train_lm", "LM_LOSS",
+           "LM_NCE_LOSS"]
 
 log = logging.getLogger("mosesrnn")
 
@@ -108,22 +109,20 @@ class CSLMTask:
     """The CSLM as a task of the training loop: its network, Adam, the penalised NLL, validation."""
 
     unit, loss_name = "n-grams", "loss per token"
+    unknown_id = UNK_ID  # the predicted words' <unk>
     validation_keys = ("valid_nll", "valid_ppl", "log_z_mean", "log_z_std")
 
     def __init__(self, config: LMTrainConfig, data: LMData, model: CSLM | None = None, device: str | None = None):
         """``model``: the network of the run being continued; None starts a fresh one."""
         self.config, self.data = config, data
         self.device = torch.device(device or resolve_device(config.device))
-        self.codec = Codec(MosesWords(), data.vocabulary)
         if model is not None:
             self.model = model
         else:
             torch.manual_seed(config.seed)
-            self.model = CSLM(lm_config(config.preset, len(data.vocabulary), order=config.order,
-                                        embed_dim=config.embed_dim, hidden_dims=config.hidden_dims,
-                                        self_norm=config.self_norm))
+            self.model = self.new_model()
         # the training targets' unigram distribution: NCE's noise, and the output bias' start if asked
-        counts = target_counts(data.train, len(data.vocabulary))
+        counts = target_counts(data.train, self.model.config.vocab_size)
         self.noise = torch.from_numpy(counts / counts.sum()).float().to(self.device)  # (V,)
         if model is None and config.setting("output_bias") == "unigram":
             with torch.no_grad():  # log sum exp(bias) = 0: the model starts at the unigram model, self-normalised
@@ -132,7 +131,17 @@ class CSLMTask:
         self.model.to(self.device).train()
         self.network = self.model
         self.train_size = len(data.train)
-        self.unigram_ppl = unigram_perplexity(data.train, data.valid, len(data.vocabulary))
+        self.unigram_ppl = self.baseline()
+
+    def new_model(self) -> CSLM:
+        """A fresh network of the config's preset and shape."""
+        config = self.config
+        return CSLM(lm_config(config.preset, len(self.data.vocabulary), order=config.order, embed_dim=config.embed_dim,
+                              hidden_dims=config.hidden_dims, self_norm=config.self_norm))
+
+    def baseline(self) -> float:
+        """The validation perplexity of the training targets' unigram model."""
+        return unigram_perplexity(self.data.train, self.data.valid, len(self.data.vocabulary))
 
     def optimizer(self) -> torch.optim.Optimizer:
         """Adam with the configured learning rate."""
@@ -163,13 +172,12 @@ class CSLMTask:
 
     def data_fingerprint(self) -> str:
         """The n-grams' count and a hash of their tokens (the ranks of a torchrun run compare it)."""
-        digest = hashlib.blake2b(self.data.train.tokens.tobytes(), digest_size=8).hexdigest()
-        return f"{len(self.data.train)} training n-grams, tokens {digest}"
+        return self.data.train.fingerprint()
 
     def validate(self) -> Validation:
         """Exact perplexity of the held-out text, and how far log Z strays from 0."""
         self.model.eval()
-        stats = ngram_stats(self.model, self.data.valid)
+        stats = ngram_stats(self.model, self.data.valid, unknown=self.unknown_id)
         self.model.train()
         record = {"valid_nll": stats.nll, "valid_ppl": stats.perplexity, "log_z_mean": stats.log_z_mean,
                   "log_z_std": stats.log_z_std, "unigram_ppl": self.unigram_ppl}
@@ -186,45 +194,65 @@ class CSLMTask:
 
     def save_model(self, path: str, info: dict) -> None:
         """A self-contained CSLM file."""
-        save_language_model(path, self.model, self.codec, info)
+        save_language_model(path, self.model, Codec(MosesWords(), self.data.vocabulary), info)
+
+
+class CSLMFamily:
+    """The CSLM for the training driver (:func:`mosesrnn.train.driver.drive`)."""
+
+    free_on_resume = frozenset(_FREE_ON_RESUME)
+    plot_unit = "token"
+    name = "CSLM"
+
+    def check_resume(self, config: LMTrainConfig) -> None:
+        """Nothing beyond the config: a resumed run keeps its vocabulary (read from its last.pt)."""
+
+    def saved_model(self, config: LMTrainConfig, resumed: bool):
+        """The run's ``last.pt`` when it continues (its network and vocabulary), else None."""
+        return load_language_model(os.path.join(config.output_dir, LAST)) if resumed else None
+
+    def load_data(self, config: LMTrainConfig, resumed: bool, writes: bool = True) -> LMData:
+        """The corpus' n-grams with the shortlist of the run (a resumed run keeps its vocabulary, so its ids)."""
+        preset = LM_PRESETS[config.preset]
+        saved = self.saved_model(config, resumed)
+        data = load_lm_data(config.corpus, order=config.order or preset["order"],
+                            vocab_size=config.vocab_size or preset["shortlist"], valid=config.valid,
+                            valid_share=config.valid_share, batch_size=config.setting("batch_size"),
+                            encoding=config.encoding, vocabulary=saved.codec.vocabulary if saved else None)
+        data.continued = saved.model if saved else None
+        log.info("%s: %d training and %d validation n-grams; the %d-word shortlist covers %.1f%% of the words",
+                 data.description, len(data.train), len(data.valid), len(data.vocabulary), 100 * data.coverage)
+        return data
+
+    def build_task(self, config: LMTrainConfig, data: LMData, resumed: bool, device: str) -> CSLMTask:
+        """The CSLM's task, continuing the saved network when ``resumed``."""
+        return CSLMTask(config, data, data.continued, device)
+
+    def recipe(self, config: LMTrainConfig) -> dict:
+        """The recipe as resolved: the options given, else the preset's (:data:`LM_RECIPES`)."""
+        return {name: config.setting(name) for name in LM_PLAIN_RECIPE}
+
+    def describe(self, config: LMTrainConfig, task: CSLMTask, data) -> str:
+        """The model line of the log."""
+        shape = task.model.config
+        return (f"{self.name}: {config.preset} preset, {shape.order}-gram, {shape.embed_dim}-dim embeddings, hidden "
+                f"{'+'.join(map(str, shape.hidden_dims))}, {task.model.num_parameters()} parameters, device "
+                f"{task.device}; " + ", ".join(f"{name} {value}" for name, value in self.recipe(config).items())
+                + f"; loss: {task.loss_definition}")
+
+
+#: The CSLM family of the training driver.
+FAMILY = CSLMFamily()
+
+
+def lm_result(outcome) -> LMTrainResult:
+    """The :class:`LMTrainResult` of a driver's outcome (the CSLM's and the joint model's)."""
+    result, task = outcome.result, outcome.task
+    return LMTrainResult(result.updates, result.stop_reason, outcome.best, task.unigram_ppl,
+                         task.model.num_parameters(), result.examples_per_second, outcome.loop.path(BEST),
+                         outcome.loop.path(LAST))
 
 
 def train_lm(config: LMTrainConfig, should_stop=None) -> LMTrainResult:
     """Train (or resume) a CSLM into ``config.output_dir``; see the module docstring."""
-    ranks, device, state = begin_run(config, _FREE_ON_RESUME)
-    started = time.monotonic()
-    preset = LM_PRESETS[config.preset]
-    # a resumed run continues its last.pt, and keeps its vocabulary (so its ids)
-    saved = load_language_model(os.path.join(config.output_dir, LAST)) if state else None
-    vocabulary = saved.codec.vocabulary if saved else None
-    data = load_lm_data(config.corpus, order=config.order or preset["order"],
-                        vocab_size=config.vocab_size or preset["shortlist"], valid=config.valid,
-                        valid_share=config.valid_share, batch_size=config.setting("batch_size"),
-                        encoding=config.encoding, vocabulary=vocabulary)
-    log.info("%s: %d training and %d validation n-grams, read in %.0f s; the %d-word shortlist covers %.1f%% of "
-             "the words", data.description, len(data.train), len(data.valid), time.monotonic() - started,
-             len(data.vocabulary), 100 * data.coverage)
-    task = CSLMTask(config, data, saved.model if saved else None, device)
-    settings = LoopSettings(batch_size=config.setting("batch_size"), valid_every=config.valid_every,
-                            patience=config.patience,
-                            max_updates=config.max_updates, max_time=config.max_time, clip_norm=config.clip_norm,
-                            warmup=config.setting("warmup"), decay=config.setting("lr_decay"), min_lr=config.min_lr,
-                            seed=config.seed, quiet=config.quiet, plot_unit="token", ranks=ranks)
-    loop = Loop(task, settings, config.output_dir, config.to_dict(), state)
-    shape = task.model.config
-    recipe = {name: config.setting(name) for name in LM_PLAIN_RECIPE}
-    log.info("CSLM: %s preset, %d-gram, %d-dim embeddings, hidden %s, %d parameters, device %s, %d threads; %s; "
-             "loss: %s",
-             config.preset, shape.order, shape.embed_dim, "+".join(map(str, shape.hidden_dims)),
-             task.model.num_parameters(), task.device, torch.get_num_threads(),
-             ", ".join(f"{name} {value}" for name, value in recipe.items()), task.loss_definition)
-    loop.log.write("start", resumed=loop.resumed, update=loop.updates, parameters=task.model.num_parameters(),
-                   loss=task.loss_definition, data=data.description, unigram_ppl=task.unigram_ppl,
-                   config=config.to_dict(), recipe=recipe)
-    result = loop.run(should_stop)
-    best = result.best.record if result.best else None
-    log.info("stopped (%s) after %d updates: %s; %.0f n-grams/s", result.stop_reason, result.updates,
-             result.best.summary if result.best else "not validated yet", result.examples_per_second)
-    return LMTrainResult(result.updates, result.stop_reason, best, task.unigram_ppl, task.model.num_parameters(),
-                         result.examples_per_second, loop.path(BEST), loop.path(LAST))
-
+    return lm_result(drive(FAMILY, config, should_stop))

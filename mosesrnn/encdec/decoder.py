@@ -10,7 +10,7 @@ scoring) and :meth:`~C14Decoder.step` (one step at a time, for search and sampli
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -19,7 +19,33 @@ from .config import ModelConfig
 from .encoders import EncoderOutput
 from .layers import at_least_float32, gru_update, lengths_mask, log_normaliser
 
-__all__ = ["DecoderContext", "C14Decoder"]
+__all__ = ["DecoderContext", "SequenceTerms", "NORMALISERS", "per_pair", "C14Decoder"]
+
+#: How a scorer treats the softmax normaliser: ``exact`` computes log Z at every position (log p);
+#: ``skip`` leaves it out and reads the target's raw score g_y . s + b_y (a self-normalised model's
+#: log p, give or take its log Z).
+NORMALISERS = ("exact", "skip")
+
+
+class SequenceTerms(NamedTuple):
+    """Per-pair sums over the predicted positions t of a target (EOS included), each shape (B,).
+
+    Attributes:
+        log_p: log p(y | x) = sum_t (g_{y_t} . s_t + b_{y_t} - log Z_t).
+        log_z: sum_t log Z_t, with log Z_t = log sum_j exp(g_j . s_t + b_j).
+        log_z_sq: sum_t (log Z_t)^2 (the self-normalisation penalty's term).
+    """
+
+    log_p: Tensor
+    log_z: Tensor
+    log_z_sq: Tensor
+
+
+def per_pair(values: Tensor, rows: Tensor, order: Tensor) -> Tensor:
+    """Sum per-position ``values`` (N,) into their ``rows`` (N,) of the sorted batch, then put the rows
+    back in the input order (``order`` sorted them); shape (B,)."""
+    summed = values.new_zeros(order.size(0)).index_add_(0, rows, values)  # (B,) sorted
+    return torch.empty_like(summed).index_copy_(0, order, summed)
 
 
 @dataclass
@@ -51,6 +77,7 @@ class C14Decoder(nn.Module):
     """GRU decoder conditioned on c at every step, with a maxout output layer and G = G_l G_r."""
 
     recurrent_weights = ("U.weight",)
+    output_layer = "G_l"  # the K-way output matrix, read by rows when the normaliser is skipped
 
     def __init__(self, config: ModelConfig):
         super().__init__()
@@ -121,7 +148,7 @@ class C14Decoder(nn.Module):
         return log_p.masked_fill(~mask, 0.0)
 
     def sequence_log_prob(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor,
-                          row_block: int = 512) -> Tensor:
+                          row_block: int = 512, normaliser: str = "exact") -> Tensor:
         """log p(y | x) of targets (B, T) ending in EOS, evaluated in the order fastest for scoring; (B,).
 
         The same equations as :meth:`token_log_probs`, three changes of evaluation order: (1) rows
@@ -131,7 +158,35 @@ class C14Decoder(nn.Module):
         over blocks of ``row_block`` positions, so each (row_block, K) block of logits stays in
         cache, and the target's logit is the row-wise dot g_y . s (the full log_softmax is never
         materialised). States, gates and the normaliser are at least float32, also under bf16.
+
+        ``normaliser="skip"`` (a self-normalised model, see :data:`NORMALISERS`): the sum of the
+        targets' raw scores g_y . s + b_y, the rows of G_l gathered for the target ids alone; no
+        (N, K) matmul, no normaliser. It equals log p(y | x) + the sum of log Z over the positions.
         """
+        order, rows, s_pooled, targets = self._packed_readout(ctx, trg, trg_lengths)
+        if normaliser == "skip":
+            token_scores = self._target_logits(self.G_r(s_pooled), targets)  # (N,)
+        elif normaliser == "exact":
+            token_scores = self._target_log_probs(s_pooled, targets, row_block)  # (N,)
+        else:
+            raise ValueError(f"normaliser must be one of {', '.join(NORMALISERS)}, not {normaliser!r}")
+        return per_pair(token_scores, rows, order)
+
+    def sequence_terms(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor,
+                       row_block: int = 512) -> SequenceTerms:
+        """log p(y | x) and the sums of log Z and (log Z)^2 over each target's positions, in the order of
+        :meth:`sequence_log_prob` (training with the self-normalisation penalty, validation)."""
+        order, rows, s_pooled, targets = self._packed_readout(ctx, trg, trg_lengths)
+        target_logits, log_z = self._target_terms(self.G_r(s_pooled), targets, row_block)  # (N,), (N,)
+        return SequenceTerms(per_pair(target_logits - log_z, rows, order), per_pair(log_z, rows, order),
+                             per_pair(log_z.square(), rows, order))
+
+    def _packed_readout(self, ctx: DecoderContext, trg: Tensor,
+                        trg_lengths: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The maxout outputs of the real positions, rows sorted by decreasing length, step-major.
+
+        Returns (order (B,): the sorted rows' input positions; rows (N,): each position's sorted row;
+        s_pooled (N, M); targets (N,): y_t at each position)."""
         order = torch.argsort(trg_lengths, descending=True, stable=True)  # (B,)
         trg, ctx = trg[order], ctx.index_select(order)
         active = lengths_mask(trg_lengths[order], trg.size(1)).sum(0).tolist()  # n_t per step t
@@ -144,9 +199,7 @@ class C14Decoder(nn.Module):
         rows = torch.cat([torch.arange(n, device=trg.device) for n in active])  # (N,) step-major
         steps = torch.cat([torch.full((n,), t, device=trg.device) for t, n in enumerate(active)])
         s_pooled = self.readout(torch.cat(states), e_prev[rows, steps], ctx.output_context[rows])  # (N, M)
-        token_log_p = self._target_log_probs(s_pooled, trg[rows, steps], row_block)  # (N,)
-        log_p = token_log_p.new_zeros(trg.size(0)).index_add_(0, rows, token_log_p)  # (B,)
-        return torch.empty_like(log_p).index_copy_(0, order, log_p)
+        return order, rows, s_pooled, trg[rows, steps]
 
     def _target_log_probs(self, s_pooled: Tensor, targets: Tensor, row_block: int) -> Tensor:
         """log p(y_t = targets) from maxout outputs (N, M) and ids (N,), blockwise; shape (N,)."""
@@ -154,12 +207,25 @@ class C14Decoder(nn.Module):
         if not isinstance(self.G_l, nn.Linear):  # int8 (mosesrnn.runtime.precision): one matmul gives both terms
             return torch.cat([torch.log_softmax(at_least_float32(self.G_l(block)), -1).gather(-1, t[:, None])[:, 0]
                               for block, t in zip(g_r_s.split(row_block), targets.split(row_block))])
-        g_y = at_least_float32(self.G_l.weight[targets])  # (N, R)
-        target_logits = (at_least_float32(g_r_s) * g_y).sum(-1) + self.G_l.bias[targets]
+        target_logits, normaliser = self._target_terms(g_r_s, targets, row_block)
+        return target_logits - normaliser  # (N,)
+
+    def _target_terms(self, g_r_s: Tensor, targets: Tensor, row_block: int) -> tuple[Tensor, Tensor]:
+        """(g_y . s + b_y, log Z = log sum_j exp(g_j . s + b_j)) from G_r s (N, R) and ids (N,); (N,) each."""
+        target_logits = self._target_logits(g_r_s, targets)
         blocks = zip(g_r_s.split(row_block), targets.split(row_block))  # (row_block, R), (row_block,)
         normaliser = torch.cat([log_normaliser(at_least_float32(self.G_l(block)), block_targets)
                                 for block, block_targets in blocks])
-        return target_logits - normaliser  # (N,)
+        return target_logits, normaliser  # (N,), (N,)
+
+    def _target_logits(self, g_r_s: Tensor, targets: Tensor) -> Tensor:
+        """g_y . s + b_y from G_r s (N, R) and ids (N,): the rows of G_l of the targets alone; (N,)."""
+        if isinstance(self.G_l, nn.Linear):
+            weight, bias = self.G_l.weight, self.G_l.bias
+        else:  # a dynamically quantised G_l: its int8 rows, dequantised
+            weight, bias = self.G_l.weight().dequantize(), self.G_l.bias()
+        g_y = at_least_float32(weight[targets])  # (N, R)
+        return (at_least_float32(g_r_s) * g_y).sum(-1) + bias[targets]
 
     def step(self, ctx: DecoderContext, prev_words: Tensor | None, h: Tensor) -> tuple[Tensor, Tensor]:
         """One decoder step from state h'_{t-1} (B, H) and word ids y_{t-1} (B,).

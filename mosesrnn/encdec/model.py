@@ -3,8 +3,8 @@
 :func:`build_model` picks the encoder and the decoder it feeds by the config's ``encoder`` field
 (:data:`~mosesrnn.encdec.architectures.ARCHITECTURES`: the C14 decoder, or an RCTM's recurrent
 language model); the rest of the code talks to :class:`EncoderDecoder` only and never asks which it has.
-Every decoder offers ``context``, ``initial_state``, ``token_log_probs``, ``sequence_log_prob``
-and ``step``; its context has ``index_select`` and ``cat``.
+Every decoder offers ``context``, ``initial_state``, ``token_log_probs``, ``sequence_log_prob`` (with
+its ``normaliser``: exact or skip), ``sequence_terms`` and ``step``; its context has ``index_select`` and ``cat``.
 Biases, which the paper omits "to make the equations uncluttered", sit on the input-side
 Linears and on the output layer; the recurrent matrices U have none.
 
@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from .architectures import architecture
 from .config import ModelConfig
-from .decoder import DecoderContext
+from .decoder import DecoderContext, SequenceTerms
 from .encoders import EncoderOutput
 
 __all__ = ["EncoderDecoder", "build_model"]
@@ -81,14 +81,23 @@ class EncoderDecoder(nn.Module):
         ctx = self.source_context(src, src_lengths)
         return self.decoder.token_log_probs(ctx, trg, trg_lengths).sum(dim=1)
 
-    def forward(self, src: Tensor, src_lengths: Tensor, trg: Tensor, trg_lengths: Tensor) -> Tensor:
+    def forward(self, src: Tensor, src_lengths: Tensor, trg: Tensor, trg_lengths: Tensor,
+                terms: bool = False) -> Tensor | SequenceTerms:
         """log p(y | x) of each pair, shape (B,), in the fast order (:meth:`score_log_prob`): what training
-        minimises (through ``forward``, so that DistributedDataParallel sees the call)."""
-        return self.decoder.sequence_log_prob(self.source_context(src, src_lengths), trg, trg_lengths)
-
-    def score_log_prob(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor) -> Tensor:
-        """log p(y | x) of targets (B, T) against contexts (B rows), in the fast scoring order; (B,)."""
+        minimises (through ``forward``, so that DistributedDataParallel sees the call). ``terms``: the
+        :class:`~mosesrnn.encdec.decoder.SequenceTerms` instead (log p with the sums of log Z and (log Z)^2,
+        for the self-normalisation penalty)."""
+        ctx = self.source_context(src, src_lengths)
+        if terms:
+            return self.decoder.sequence_terms(ctx, trg, trg_lengths)
         return self.decoder.sequence_log_prob(ctx, trg, trg_lengths)
+
+    def score_log_prob(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor,
+                       normaliser: str = "exact") -> Tensor:
+        """log p(y | x) of targets (B, T) against contexts (B rows), in the fast scoring order; (B,).
+        ``normaliser="skip"``: the targets' raw scores without the softmax normaliser (a self-normalised
+        model: log p + the sum of log Z over the positions)."""
+        return self.decoder.sequence_log_prob(ctx, trg, trg_lengths, normaliser=normaliser)
 
     def score_token_log_probs(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor) -> Tensor:
         """log p(y_t | y_<t, x) of each step of targets (B, T) against contexts (B rows); (B, T), 0 at padding."""

@@ -43,6 +43,7 @@ from torch import Tensor, nn
 
 from .config import EOS_ID, ModelConfig
 from .convolution import KernelBank, csm_plan, grouped, invert_plan, plan_columns
+from .decoder import SequenceTerms, per_pair
 from .encoders import EncoderOutput, NgramOutput
 from .layers import at_least_float32, lengths_mask, log_normaliser
 
@@ -113,6 +114,7 @@ class RecurrentLMDecoder(nn.Module):
     """The conditioned RLM shared by both RCTMs; subclasses give the conditioning per position."""
 
     recurrent_weights = ("R.weight",)
+    output_layer = "O"  # the K-way output matrix, read by rows when the normaliser is skipped
 
     def __init__(self, config: ModelConfig):
         super().__init__()
@@ -147,29 +149,51 @@ class RecurrentLMDecoder(nn.Module):
             states.append(h)
         return torch.stack(states, dim=1)
 
-    def _packed_log_probs(self, ctx, trg: Tensor, steps: Tensor, row_block: int) -> Tensor:
-        """Sum over each row's first ``steps`` positions of log P(y_t), in the fast scoring order; (B,).
+    def _packed_states(self, ctx, trg: Tensor, steps: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The states of each row's first ``steps`` positions in the fast scoring order: rows sorted by
+        decreasing length, the recurrence run on the rows still going.
 
-        Rows sorted by decreasing length, the recurrence runs on the rows still going, and the
-        output layer on the real positions only, its normaliser blockwise (as C14's scorer does).
-        """
+        Returns (order (B,): the sorted rows' input positions; rows (N,): each position's sorted row;
+        h (N, q); targets (N,)), step-major; N may be 0."""
         order = torch.argsort(steps, descending=True, stable=True)
         trg, steps, ctx = trg[order], steps[order], ctx.index_select(order)
         active = lengths_mask(steps, trg.size(1)).sum(0).tolist()
         active = [n for n in active if n > 0]
         x = self.previous_inputs(trg)
         cond = self.conditioning(ctx, steps, trg.size(1))
-        h, states = x.new_zeros(trg.size(0), self.q, dtype=at_least_float32(x).dtype), []
+        h = x.new_zeros(trg.size(0), self.q, dtype=at_least_float32(x).dtype)
+        states = [h[:0]]  # no positions at all when every row has m = 0 (RCTM II)
         for t, n in enumerate(active):
             h = self.next_state(x[:n, t], h[:n], cond[:n, min(t, cond.size(1) - 1)])
             states.append(h)
-        log_p = x.new_zeros(trg.size(0), dtype=h.dtype)
-        if states:
-            rows = torch.cat([torch.arange(n, device=trg.device) for n in active])
-            positions = torch.cat([torch.full((n,), t, device=trg.device) for t, n in enumerate(active)])
-            token_log_p = self._target_log_probs(torch.cat(states), trg[rows, positions], row_block)
-            log_p = log_p.index_add_(0, rows, token_log_p)
-        return torch.empty_like(log_p).index_copy_(0, order, log_p)
+        empty = torch.zeros(0, dtype=torch.long, device=trg.device)
+        rows = torch.cat([empty, *(torch.arange(n, device=trg.device) for n in active)])  # (N,) step-major
+        positions = torch.cat([empty, *(torch.full((n,), t, device=trg.device) for t, n in enumerate(active))])
+        return order, rows, torch.cat(states), trg[rows, positions]
+
+    def _packed_log_probs(self, ctx, trg: Tensor, steps: Tensor, row_block: int,
+                          normaliser: str = "exact") -> Tensor:
+        """Sum over each row's first ``steps`` positions of log P(y_t), in the fast scoring order; (B,).
+
+        Rows sorted by decreasing length, the recurrence runs on the rows still going, and the
+        output layer on the real positions only, its normaliser blockwise (as C14's scorer does).
+        ``normaliser="skip"``: the raw scores o_{y_t} alone, the rows of O of the targets gathered.
+        """
+        order, rows, h, targets = self._packed_states(ctx, trg, steps)
+        if normaliser == "skip":
+            token_scores = self._target_logits(h, targets)
+        elif normaliser == "exact":
+            token_scores = self._target_log_probs(h, targets, row_block)
+        else:
+            raise ValueError(f"normaliser must be exact or skip, not {normaliser!r}")
+        return per_pair(token_scores, rows, order)
+
+    def _packed_terms(self, ctx, trg: Tensor, steps: Tensor, row_block: int) -> SequenceTerms:
+        """:class:`~mosesrnn.encdec.decoder.SequenceTerms` of each row's first ``steps`` positions."""
+        order, rows, h, targets = self._packed_states(ctx, trg, steps)
+        target_logits, log_z = self._target_terms(h, targets, row_block)
+        return SequenceTerms(per_pair(target_logits - log_z, rows, order), per_pair(log_z, rows, order),
+                             per_pair(log_z.square(), rows, order))
 
     def _target_log_probs(self, h: Tensor, targets: Tensor, row_block: int) -> Tensor:
         """log P(y = targets) from states (N, q) and ids (N,), blockwise; (N,)."""
@@ -177,7 +201,24 @@ class RecurrentLMDecoder(nn.Module):
         for block, block_targets in zip(h.split(row_block), targets.split(row_block)):
             logits = self.mask_logits(self.logits(block))
             out.append(logits.gather(-1, block_targets[:, None]).squeeze(-1) - log_normaliser(logits, block_targets))
-        return torch.cat(out)
+        return torch.cat(out) if out else h.new_zeros(0)
+
+    def _target_terms(self, h: Tensor, targets: Tensor, row_block: int) -> tuple[Tensor, Tensor]:
+        """(o_y, log Z = log sum_j exp(o_j)) from states (N, q) and ids (N,), blockwise; (N,) each."""
+        logits, log_z = [], []
+        for block, block_targets in zip(h.split(row_block), targets.split(row_block)):
+            block_logits = self.mask_logits(self.logits(block))
+            logits.append(block_logits.gather(-1, block_targets[:, None]).squeeze(-1))
+            log_z.append(log_normaliser(block_logits, block_targets))
+        return (torch.cat(logits), torch.cat(log_z)) if logits else (h.new_zeros(0), h.new_zeros(0))
+
+    def _target_logits(self, h: Tensor, targets: Tensor) -> Tensor:
+        """o_y = O_y . h + b_y from states (N, q) and ids (N,): the rows of O of the targets alone; (N,)."""
+        if isinstance(self.O, nn.Linear):
+            weight, bias = self.O.weight, self.O.bias
+        else:  # a dynamically quantised O: its int8 rows, dequantised
+            weight, bias = self.O.weight().dequantize(), self.O.bias()
+        return (at_least_float32(h) * at_least_float32(weight[targets])).sum(-1) + bias[targets]
 
     def mask_logits(self, logits: Tensor) -> Tensor:
         """The word softmax's logits (RCTM II leaves EOS out)."""
@@ -205,9 +246,15 @@ class RCTM1Decoder(RecurrentLMDecoder):
         return log_p.masked_fill(~lengths_mask(trg_lengths, trg.size(1)), 0.0)
 
     def sequence_log_prob(self, ctx: RCTM1Context, trg: Tensor, trg_lengths: Tensor,
-                          row_block: int = 512) -> Tensor:
-        """log P(y | e) of targets (B, T) ending in EOS, in the fast scoring order; (B,)."""
-        return self._packed_log_probs(ctx, trg, trg_lengths, row_block)
+                          row_block: int = 512, normaliser: str = "exact") -> Tensor:
+        """log P(y | e) of targets (B, T) ending in EOS, in the fast scoring order; (B,). ``normaliser="skip"``:
+        the sum of the raw scores o_y instead (a self-normalised model's)."""
+        return self._packed_log_probs(ctx, trg, trg_lengths, row_block, normaliser)
+
+    def sequence_terms(self, ctx: RCTM1Context, trg: Tensor, trg_lengths: Tensor,
+                       row_block: int = 512) -> SequenceTerms:
+        """log P(y | e) and the sums of log Z and (log Z)^2 over the positions, fast scoring order."""
+        return self._packed_terms(ctx, trg, trg_lengths, row_block)
 
     def step(self, ctx: RCTM1Context, prev_words: Tensor | None, h: Tensor) -> tuple[Tensor, Tensor]:
         """One step from h_{t-1} (B, q) and y_{t-1} (B,) (None at t = 1): (log P(y_t) (B, K), h_t)."""
@@ -275,10 +322,20 @@ class RCTM2Decoder(RecurrentLMDecoder):
         return log_p + at_eos * poisson_log_prob(m, ctx.log_lambda).unsqueeze(1)
 
     def sequence_log_prob(self, ctx: RCTM2Context, trg: Tensor, trg_lengths: Tensor,
-                          row_block: int = 512) -> Tensor:
-        """log P(m | k) + log P(y | m, e) of targets (B, T) ending in EOS, fast scoring order; (B,)."""
+                          row_block: int = 512, normaliser: str = "exact") -> Tensor:
+        """log P(m | k) + log P(y | m, e) of targets (B, T) ending in EOS, fast scoring order; (B,).
+        ``normaliser="skip"``: the word positions' raw scores o_y instead of their log P (the length
+        term, a Poisson, is normalised already)."""
         m = trg_lengths - 1
-        return self._packed_log_probs(ctx, trg, m, row_block) + poisson_log_prob(m, ctx.log_lambda)
+        return self._packed_log_probs(ctx, trg, m, row_block, normaliser) + poisson_log_prob(m, ctx.log_lambda)
+
+    def sequence_terms(self, ctx: RCTM2Context, trg: Tensor, trg_lengths: Tensor,
+                       row_block: int = 512) -> SequenceTerms:
+        """log P(m | k) + log P(y | m, e) and the sums of the word positions' log Z and (log Z)^2 (the
+        length term has none)."""
+        m = trg_lengths - 1
+        terms = self._packed_terms(ctx, trg, m, row_block)
+        return terms._replace(log_p=terms.log_p + poisson_log_prob(m, ctx.log_lambda))
 
     def step(self, ctx: RCTM2Context, prev_words: Tensor | None, state: Tensor) -> tuple[Tensor, Tensor]:
         """One step conditioned on ``ctx.target_length``; see the module docstring; state (B, q + 1)."""

@@ -5,6 +5,13 @@ once (its :class:`~mosesrnn.encdec.decoder.DecoderContext`), sort the pairs by o
 cut them into batches of about ``batch_tokens`` tokens, decode each batch against its sources'
 contexts (gathered with ``index_select``), and put the log-probabilities back in the pairs' order.
 Model, batching and dtype are fixed for the whole run.
+
+With ``normaliser="skip"`` (a model trained self-normalised, ``train --self-norm``) the decoder reads
+the targets' raw scores g_y . s + b_y: only the rows of the output matrix G_l of the target ids, gathered
+per batch, and no K-way normaliser (Devlin et al. 2014). Everything else is as above: each distinct
+source is encoded once, its context shared by its targets. The value is log p(y | x) + the sum of
+log Z over the predicted positions, which self-normalised training keeps near 0. Under int8 the output
+matrix stays float32 there (it is a gather, not a matmul: nothing to quantise for speed).
 """
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ import torch
 from ..runtime.devices import resolve_device
 from ..runtime.precision import precision
 from .batching import pad
-from .decoder import DecoderContext
+from .decoder import NORMALISERS, DecoderContext
 from .direction import orient, probability
 from .model_file import TrainedModel
 
@@ -63,27 +70,34 @@ class PairScorer:
 
     ``direction`` must equal the model's (None takes the model's): a ``target-to-source`` model
     reads the table's target phrase and scores p(source | target). With ``length_normalize``
-    log p is divided by the number of predicted tokens (tokens + EOS). ``name`` says in errors
-    which model it is (the rnn column's, the rnn-rev column's).
+    log p is divided by the number of predicted tokens (tokens + EOS). ``normaliser``: ``exact`` (log p)
+    or ``skip`` (the raw score of a self-normalised model, see the module docstring; the caller checks
+    that the model is one). ``name`` says in errors which model it is (the rnn column's, the rnn-rev
+    column's).
     """
 
     def __init__(self, trained: TrainedModel, *, direction: str | None = None, device: str = "cpu",
-                 dtype: str = "fp32", batch_tokens: int = 4096, length_normalize: bool = False, name: str = "rnn"):
+                 dtype: str = "fp32", batch_tokens: int = 4096, length_normalize: bool = False,
+                 normaliser: str = "exact", name: str = "rnn"):
         if direction is not None and direction != trained.direction:
             raise ValueError(f"the {name} model was trained {trained.direction} (it scores "
                              f"{probability(trained.direction)}), not {direction}")
+        if normaliser not in NORMALISERS:
+            raise ValueError(f"normalizer must be one of {', '.join(NORMALISERS)}, not {normaliser!r}")
         self.trained, self.direction = trained, trained.direction
         self.device, self.batch_tokens = resolve_device(device), batch_tokens
         self.precision = precision(dtype, self.device)
         self.dtype = self.precision.name  # auto resolved: the signature says what ran
-        self.length_normalize = length_normalize
-        self.model = self.precision.prepare(trained.model)
+        self.length_normalize, self.normaliser = length_normalize, normaliser
+        # skipping the normaliser, the output matrix is read by rows (a gather): it stays float under int8
+        output_layer = f"decoder.{trained.model.decoder.output_layer}"
+        self.model = self.precision.prepare(trained.model, keep_float=(output_layer,) if normaliser == "skip" else ())
 
     def settings(self) -> dict:
         """Model digest and every setting that changes the values (the batch size and the device move
         them by float rounding alone, about 1e-6: not these)."""
         return {"model": self.trained.digest, "direction": self.direction, "dtype": self.dtype,
-                "length_normalize": self.length_normalize}
+                "length_normalize": self.length_normalize, "normalizer": self.normaliser}
 
     def log_probs(self, pairs: Sequence[Pair]) -> list[float]:
         """log p(output side | input side) of every pair (anything with ``.source`` and ``.target`` text, in
@@ -139,7 +153,8 @@ class PairScorer:
             trg, trg_lengths = pad([targets[i] for i in batch], append_eos=True)  # (b, T), (b,)
             index = torch.tensor(batch)
             ctx = context.index_select(line_source[index].to(self.device))
-            values = self.model.score_log_prob(ctx, trg.to(self.device), trg_lengths.to(self.device))
+            values = self.model.score_log_prob(ctx, trg.to(self.device), trg_lengths.to(self.device),
+                                               normaliser=self.normaliser)
             if self.length_normalize:
                 values = values / trg_lengths.to(values.device)
             log_p[index] = values.double().cpu()

@@ -4,8 +4,12 @@ The paper's recipe: Adadelta (rho = 0.95, eps = 1e-6) on minibatches of 64 rando
 phrase pairs (``--preset paper``; the ``small`` preset trains with Adam and a schedule, faster to a
 perplexity, see :data:`RECIPES`). The
 loss is the mean over the batch of each pair's summed token negative log-likelihood (nats per
-pair, EOS included). Every ``valid_every`` updates the held-out pairs are scored (NLL per pair,
-perplexity per token and per Moses word + EOS, which compares across segmentations). The loop
+pair, EOS included); with ``self_norm`` (alpha > 0, ``--self-norm``) each pair adds alpha times the sum
+of (log Z_t)^2 over its positions, log Z_t = log sum_j exp(g_j . s_t) the softmax normaliser, which
+pushes log Z towards 0 so that a scorer may skip it (Devlin et al. 2014; the CSLM's penalty, per
+position). Every ``valid_every`` updates the held-out pairs are scored (NLL per pair,
+perplexity per token and per Moses word + EOS, which compares across segmentations; with
+``self_norm`` also the mean and spread of log Z over the predicted positions). The loop
 itself — minibatches, validation, ``best.pt``/``last.pt``, exact resume, signals, the log — is
 :mod:`mosesrnn.train.loop`, shared with the CSLM; this module is the encoder-decoder's task.
 """
@@ -15,7 +19,6 @@ import hashlib
 import logging
 import math
 import os
-import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
@@ -26,19 +29,25 @@ from ..formats.phrase_table import count_scores
 from ..runtime.devices import resolve_device
 from ..runtime.progress import Progress
 from ..text.subwords import load_vocab_dir, save_vocab_dir
-from ..train.loop import BEST, LAST, Loop, LoopSettings, RunConfig, Validation, adam, begin_run
+from ..train.distributed import ranks_from_environment
+from ..train.driver import drive
+from ..train.loop import BEST, LAST, RunConfig, Validation, adam
 from .config import EOS_ID, PAD_ID, model_config, preset_shortlist
 from .data import PairSet, TrainingData, load_corpus, load_table
 from .direction import SOURCE_TO_TARGET, orient
 from .model import EncoderDecoder, build_model
 from .model_file import load_trained_model, save_trained_model
 
-__all__ = ["TrainConfig", "TrainResult", "EncoderDecoderTask", "OPTIMIZERS", "RECIPES", "train", "evaluate",
-           "unigram_perplexity", "word_perplexity", "LOSS_DEFINITION"]
+__all__ = ["TrainConfig", "TrainResult", "EncoderDecoderTask", "EncoderDecoderFamily", "FAMILY", "OPTIMIZERS",
+           "RECIPES", "train", "evaluate",
+           "unigram_perplexity", "word_perplexity", "LOSS_DEFINITION", "SELF_NORM_LOSS", "ValidStats",
+           "evaluate_log_z"]
 
 log = logging.getLogger("mosesrnn")
 
 LOSS_DEFINITION = "mean over the batch of the summed token NLL of each pair (nats per pair, EOS included)"
+SELF_NORM_LOSS = ("mean over the batch of the summed token NLL of each pair + self_norm x the sum of (log Z)^2 "
+                  "over its positions (nats per pair, EOS included)")
 VOCAB_DIR = "vocab"
 RESUME_MODES = ("auto", "require", "never")
 #: Optimizers and their default learning rates. Adadelta (rho 0.95, eps 1e-6) is the paper's (Sec. 4.1.1).
@@ -84,6 +93,7 @@ class TrainConfig(RunConfig):
     min_lr: float = 0.0
     bucket_window: int | None = None  # sort pairs by length inside windows of this many minibatches (0: off)
     output_bias: str | None = None  # zero | unigram: the softmax bias starts at the log unigram distribution
+    self_norm: float | None = None  # alpha of the (log Z)^2 penalty per position; None (or 0): off
     valid_every: int = 1000
     valid_batch_size: int = 256
     patience: int = 10
@@ -113,6 +123,10 @@ class TrainConfig(RunConfig):
             raise ValueError(f"unknown lr_decay {self.lr_decay!r} or output_bias {self.output_bias!r}")
         if self.optimizer is not None and self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
+        if self.self_norm is not None and not self.self_norm >= 0:
+            raise ValueError(f"self_norm must be 0 or more, got {self.self_norm}")
+        if not self.self_norm:  # 0 is off: the run's config (and its resume check) as without the option
+            self.self_norm = None
 
     def setting(self, name: str):
         """The value of a recipe option: the one given, else the preset's recipe's, else the plain default
@@ -200,16 +214,54 @@ def evaluate(model: EncoderDecoder, pairs: PairSet, batch_size: int = 256,
     return total / len(pairs), math.exp(total / pairs.target_tokens())
 
 
+@dataclass(frozen=True)
+class ValidStats:
+    """The held-out pairs' exact NLL per pair and perplexity per token, and log Z = log sum_j exp(g_j . s)
+    over their predicted positions: its mean and standard deviation (0 for a self-normalised model)."""
+
+    nll: float
+    perplexity: float
+    log_z_mean: float
+    log_z_std: float
+
+
+@torch.no_grad()
+def evaluate_log_z(model: EncoderDecoder, pairs: PairSet, batch_size: int = 256,
+                   device: torch.device = torch.device("cpu"), dtype: str = "fp32") -> ValidStats:
+    """:func:`evaluate`'s exact NLL and perplexity (in the scorer's order) with log Z's mean and spread over
+    the predicted positions (RCTM II's EOS position, a Poisson length term, counts with log Z = 0)."""
+    was_training = model.training
+    model.eval()
+    lengths = np.diff(pairs.src_offsets) * 1000 + np.diff(pairs.trg_offsets)
+    order = np.argsort(lengths, kind="stable")
+    total = log_z = log_z_sq = 0.0
+    for start in range(0, len(order), batch_size):
+        with _autocast(device, dtype):
+            terms = model(*pairs.batch(order[start:start + batch_size], device), terms=True)  # (B,) each
+        total -= float(terms.log_p.double().sum())
+        log_z += float(terms.log_z.double().sum())
+        log_z_sq += float(terms.log_z_sq.double().sum())
+    model.train(was_training)
+    positions = pairs.target_tokens()
+    mean = log_z / positions
+    return ValidStats(total / len(pairs), math.exp(total / positions), mean,
+                      math.sqrt(max(log_z_sq / positions - mean * mean, 0.0)))
+
+
 class EncoderDecoderTask:
     """The RNN Encoder-Decoder as a task of the training loop (:mod:`mosesrnn.train.loop`): its
     model, Adadelta (rho 0.95, eps 1e-6), the mean per-pair NLL of a minibatch, and validation
     against a unigram baseline."""
 
-    unit, loss_name = "pairs", "NLL per pair"
-    validation_keys = ("valid_nll", "valid_ppl", "valid_word_ppl")
+    unit = "pairs"
 
     def __init__(self, config: TrainConfig, data: TrainingData, resumed: bool, device: str | None = None):
         self.config, self.data = config, data
+        self.loss_name = "loss per pair" if config.self_norm else "NLL per pair"
+        # self-normalised training adds the penalty and log Z's statistics (a run without it keeps its files)
+        self.loss_definition = SELF_NORM_LOSS if config.self_norm else LOSS_DEFINITION
+        self.validation_keys = ("valid_nll", "valid_ppl", "valid_word_ppl") + (
+            ("log_z_mean", "log_z_std") if config.self_norm else ())
         self.device = torch.device(device or resolve_device(config.device))
         self.model = self._model(resumed).to(self.device).train()
         self.network = self.model
@@ -244,7 +296,8 @@ class EncoderDecoderTask:
         return adam(self.model.parameters(), rate)
 
     def loss(self, index: np.ndarray) -> torch.Tensor:
-        """The mean over the minibatch of each pair's summed token NLL.
+        """The mean over the minibatch of each pair's summed token NLL (+ ``self_norm`` times the sum of
+        (log Z)^2 over its positions, when asked).
 
         Computed in the scorer's order (:meth:`~mosesrnn.encdec.decoder.C14Decoder.sequence_log_prob`: the
         GRU on the rows still going, the output layer on real positions only), the same equations as
@@ -252,6 +305,9 @@ class EncoderDecoderTask:
         """
         batch = self.data.train.batch(index, self.device)  # src (B,S), src_len, trg (B,T), trg_len
         with _autocast(self.device, self.config.dtype):
+            if self.config.self_norm:
+                terms = self.network(*batch, terms=True)  # (B,) each
+                return (self.config.self_norm * terms.log_z_sq - terms.log_p).mean()
             return -self.network(*batch).mean()
 
     def data_fingerprint(self) -> str:
@@ -263,44 +319,96 @@ class EncoderDecoderTask:
         return f"{len(train)} training pairs, ids {digest.hexdigest()}"
 
     def validate(self) -> Validation:
-        """NLL per pair, perplexity per token and per Moses word of the held-out pairs."""
-        nll, ppl = evaluate(self.model, self.data.valid, self.config.valid_batch_size, self.device,
-                            self.config.dtype)
+        """NLL per pair, perplexity per token and per Moses word of the held-out pairs (exact: with the
+        normaliser); self-normalised training adds log Z's mean and spread."""
+        if self.config.self_norm:
+            stats = evaluate_log_z(self.model, self.data.valid, self.config.valid_batch_size, self.device,
+                                   self.config.dtype)
+            nll, ppl = stats.nll, stats.perplexity
+        else:
+            nll, ppl = evaluate(self.model, self.data.valid, self.config.valid_batch_size, self.device,
+                                self.config.dtype)
         word_ppl = word_perplexity(nll, len(self.data.valid), self.data.valid_words)
-        return Validation(nll, {"valid_nll": nll, "valid_ppl": ppl, "valid_word_ppl": word_ppl,
-                                "unigram_ppl": self.unigram_ppl},
-                          f"validation NLL {nll:.3f}, perplexity {ppl:.2f} per token (unigram "
-                          f"{self.unigram_ppl:.2f}), {word_ppl:.2f} per word")
+        record = {"valid_nll": nll, "valid_ppl": ppl, "valid_word_ppl": word_ppl, "unigram_ppl": self.unigram_ppl}
+        summary = (f"validation NLL {nll:.3f}, perplexity {ppl:.2f} per token (unigram {self.unigram_ppl:.2f}), "
+                   f"{word_ppl:.2f} per word")
+        if self.config.self_norm:
+            record.update(log_z_mean=stats.log_z_mean, log_z_std=stats.log_z_std)
+            summary += f"; log Z {stats.log_z_mean:+.3f} ± {stats.log_z_std:.3f}"
+        return Validation(nll, record, summary)
 
     def info(self) -> dict:
         """The model file's facts besides the loop's."""
         optimizer, rate = self.recipe()
         return {"preset": self.config.preset, "optimizer": optimizer, "learning_rate": rate,
                 "unigram_ppl": self.unigram_ppl, "data": self.data.description,
-                "loss": LOSS_DEFINITION, "train_pairs": len(self.data.train), "valid_pairs": len(self.data.valid),
-                "coverage": list(self.data.coverage), "table_scores": self.table_scores}
+                "loss": self.loss_definition, "train_pairs": len(self.data.train), "valid_pairs": len(self.data.valid),
+                "coverage": list(self.data.coverage), "table_scores": self.table_scores,
+                # trained self-normalised (alpha); with the validation's log_z_mean and log_z_std, what
+                # `score --normalizer skip` checks
+                **({"self_norm": self.config.self_norm} if self.config.self_norm else {})}
 
     def save_model(self, path: str, info: dict) -> None:
         """A self-contained model file with the run's codecs and direction."""
         save_trained_model(path, self.model, self.data.text, self.config.direction, info)
 
 
-def _load_data(config: TrainConfig, resumed: bool, writes: bool = True) -> TrainingData:
-    """Read the pairs with the vocabularies of the run (saved in the output directory, by the process
-    that ``writes``)."""
-    vocab_dir = os.path.join(config.output_dir, VOCAB_DIR) if resumed else config.vocab_dir
-    vocabularies, tokenizers = load_vocab_dir(vocab_dir) if vocab_dir else (None, None)
-    options = dict(direction=config.direction, vocabularies=vocabularies,
-                   vocab_size=config.vocab_size or preset_shortlist(config.preset), max_len=config.max_len,
-                   valid_share=config.valid_share, valid_size=config.valid_size, encoding=config.encoding)
-    if tokenizers:
-        options["tokenizers"] = tokenizers  # word shortlists or SentencePiece models, as the directory holds
-    with Progress("reading", quiet=config.quiet, unit="pairs") as progress:
-        options["progress"] = progress.track
-        data = load_table(config.table, **options) if config.table else load_corpus(*config.corpus, **options)
-    if writes:
-        save_vocab_dir(os.path.join(config.output_dir, VOCAB_DIR), data.text)
-    return data
+class EncoderDecoderFamily:
+    """The RNN Encoder-Decoder for the training driver (:func:`mosesrnn.train.driver.drive`)."""
+
+    free_on_resume = frozenset(_FREE_ON_RESUME)
+    plot_unit = "pair"
+
+    def check_resume(self, config: TrainConfig) -> None:
+        """A resumed run keeps its vocabularies: a different ``--vocab`` is refused."""
+        _check_vocab_dir(config)
+
+    def load_data(self, config: TrainConfig, resumed: bool, writes: bool = True) -> TrainingData:
+        """Read the pairs with the vocabularies of the run (saved in the output directory, by the process
+        that ``writes``)."""
+        vocab_dir = os.path.join(config.output_dir, VOCAB_DIR) if resumed else config.vocab_dir
+        vocabularies, tokenizers = load_vocab_dir(vocab_dir) if vocab_dir else (None, None)
+        options = dict(direction=config.direction, vocabularies=vocabularies,
+                       vocab_size=config.vocab_size or preset_shortlist(config.preset), max_len=config.max_len,
+                       valid_share=config.valid_share, valid_size=config.valid_size, encoding=config.encoding)
+        if tokenizers:
+            options["tokenizers"] = tokenizers  # word shortlists or SentencePiece models, as the directory holds
+        with Progress("reading", quiet=config.quiet, unit="pairs") as progress:
+            options["progress"] = progress.track
+            data = load_table(config.table, **options) if config.table else load_corpus(*config.corpus, **options)
+        if writes:
+            save_vocab_dir(os.path.join(config.output_dir, VOCAB_DIR), data.text)
+        log.info("%s: %d training and %d validation pairs (%d skipped), %.1f MB in memory; shortlists cover "
+                 "%.1f%% / %.1f%% of the words", data.description, len(data.train), len(data.valid), data.dropped,
+                 (data.train.nbytes + data.valid.nbytes) / 1e6, 100 * data.coverage[0], 100 * data.coverage[1])
+        return data
+
+    def build_task(self, config: TrainConfig, data: TrainingData, resumed: bool, device: str) -> EncoderDecoderTask:
+        """The encoder-decoder's task; its unigram baseline is logged."""
+        task = EncoderDecoderTask(config, data, resumed, device)
+        log.info("unigram baseline: validation perplexity %.1f per token; %.2f output tokens per word",
+                 task.unigram_ppl, data.valid.target_tokens() / max(data.valid_words + len(data.valid), 1))
+        return task
+
+    def recipe(self, config: TrainConfig) -> dict:
+        """The optimizer, its rate and schedule, bucketing and the bias start, as resolved."""
+        return {name: config.setting(name) for name in ("optimizer", "learning_rate", "warmup", "lr_decay",
+                                                        "bucket_window", "output_bias")}
+
+    def describe(self, config: TrainConfig, task: EncoderDecoderTask, data: TrainingData) -> str:
+        """The model line of the log."""
+        recipe, world = self.recipe(config), ranks_from_environment().world
+        return (f"model: {config.preset} preset, {task.model.config.encoder} encoder, "
+                f"{task.model.num_parameters()} parameters, {config.direction}, device {task.device}"
+                f"{' (bf16 autocast)' if config.dtype == 'bf16' else ''}, {recipe['optimizer']} (lr "
+                f"{recipe['learning_rate']:g}, warm-up {recipe['warmup']}, decay {recipe['lr_decay']}), batch "
+                f"{config.batch_size * world}{f' ({world} processes x {config.batch_size})' if world > 1 else ''}, "
+                f"bucketing {recipe['bucket_window']}, output bias {recipe['output_bias']}; loss: "
+                f"{task.loss_definition}{f' (self_norm {config.self_norm:g})' if config.self_norm else ''}")
+
+
+#: The encoder-decoder family of the training driver.
+FAMILY = EncoderDecoderFamily()
 
 
 def train(config: TrainConfig, should_stop=None) -> TrainResult:
@@ -309,47 +417,12 @@ def train(config: TrainConfig, should_stop=None) -> TrainResult:
     ``should_stop(updates)`` is asked before every update; True stops the run as an interrupt
     would. Raises ValueError, FileNotFoundError or PhraseTableError for bad input.
     """
-    ranks, device, state = begin_run(config, _FREE_ON_RESUME)
-    if state is not None:
-        _check_vocab_dir(config)
-    loading = time.monotonic()
-    data = _load_data(config, state is not None, ranks.main)
-    log.info("%s: %d training and %d validation pairs (%d skipped), %.1f MB in memory, read in %.0f s; "
-             "shortlists cover %.1f%% / %.1f%% of the words", data.description, len(data.train),
-             len(data.valid), data.dropped, (data.train.nbytes + data.valid.nbytes) / 1e6,
-             time.monotonic() - loading, 100 * data.coverage[0], 100 * data.coverage[1])
-    task = EncoderDecoderTask(config, data, state is not None, device)
-    settings = LoopSettings(batch_size=config.batch_size, valid_every=config.valid_every, patience=config.patience,
-                            max_updates=config.max_updates, max_time=config.max_time, clip_norm=config.clip_norm,
-                            warmup=config.setting("warmup"), decay=config.setting("lr_decay"), min_lr=config.min_lr,
-                            bucket_window=config.setting("bucket_window"), seed=config.seed, quiet=config.quiet,
-                            ranks=ranks)
-    loop = Loop(task, settings, config.output_dir, config.to_dict(), state)
-    optimizer, rate = task.recipe()
-    log.info("model: %s preset, %s encoder, %d parameters, %s, device %s%s, %d threads, %s (lr %g, warm-up %d, "
-             "decay %s), batch %d%s, bucketing %d, output bias %s; loss: %s", config.preset, task.model.config.encoder,
-             task.model.num_parameters(), config.direction, task.device,
-             " (bf16 autocast)" if config.dtype == "bf16" else "", torch.get_num_threads(), optimizer, rate,
-             settings.warmup, settings.decay, config.batch_size * ranks.world,
-             f" ({ranks.world} processes x {config.batch_size})" if ranks.world > 1 else "", settings.bucket_window,
-             config.setting("output_bias"), LOSS_DEFINITION)
-    log.info("unigram baseline: validation perplexity %.1f per token; %.2f output tokens per word",
-             task.unigram_ppl, data.valid.target_tokens() / max(data.valid_words + len(data.valid), 1))
-    recipe = {name: config.setting(name) for name in ("optimizer", "learning_rate", "warmup", "lr_decay",
-                                                      "bucket_window", "output_bias")}
-    loop.log.write("start", resumed=loop.resumed, update=loop.updates, parameters=task.model.num_parameters(),
-                   loss=LOSS_DEFINITION, data=data.description, train_pairs=len(data.train),
-                   valid_pairs=len(data.valid), unigram_ppl=task.unigram_ppl, config=config.to_dict(),
-                   recipe=recipe)
-    result = loop.run(should_stop)
-    best = result.best.record if result.best else dict.fromkeys(task.validation_keys, math.inf)
-    log.info("stopped (%s) after %d updates, epoch %d: best validation NLL %.3f per pair, perplexity %.2f "
-             "per token (unigram %.2f), %.2f per word; %.0f pairs/s", result.stop_reason, result.updates,
-             result.epoch, best["valid_nll"], best["valid_ppl"], task.unigram_ppl, best["valid_word_ppl"],
-             result.examples_per_second)
+    outcome = drive(FAMILY, config, should_stop)
+    task, data, result = outcome.task, outcome.data, outcome.result
+    best = outcome.best or dict.fromkeys(task.validation_keys, math.inf)
     return TrainResult(result.updates, result.epoch, result.stop_reason, best["valid_nll"], best["valid_ppl"],
                        task.unigram_ppl, task.model.num_parameters(), len(data.train), len(data.valid),
-                       result.examples_per_second, result.resumed, loop.path(BEST), loop.path(LAST),
+                       result.examples_per_second, result.resumed, outcome.loop.path(BEST), outcome.loop.path(LAST),
                        best["valid_word_ppl"])
 
 

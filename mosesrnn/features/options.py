@@ -14,13 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..encdec.direction import DIRECTIONS
-from ..io.roles import CSLM, ENCODER_DECODER, Role, input_folder, model_file
+from ..io.roles import CSLM, ENCODER_DECODER, JOINT, Role, input_folder, model_file
 from ..runtime import DEVICES, DTYPES
 from .registry import FEATURES, default_features, parse_feature_names
 
-__all__ = ["UNK_SIDES", "FeatureOptions"]
+__all__ = ["UNK_SIDES", "NORMALIZERS", "FeatureOptions"]
 
 UNK_SIDES = ("source", "target", "both")
+#: How the rnn columns treat the softmax normaliser: exact (log p) or skip (a self-normalised model's raw score).
+NORMALIZERS = ("exact", "skip")
 
 
 @dataclass(frozen=True)
@@ -33,11 +35,14 @@ class FeatureOptions:
         model: an RNN Encoder-Decoder file (the rnn feature; its shortlists serve unk).
         reverse_model: a second one trained in the other direction (the rnn-rev feature).
         lm: a CSLM file (the cslm feature, n-best lists only).
+        bilm: a joint model file (the bilm feature, n-best lists written with Moses' word alignment).
         vocab: a folder of word shortlists from ``mosesrnn vocab`` (unk without a model, or beside a
             subword model).
         unk_side: which words unk counts: source, target or both.
         direction: the direction the model must score (None: the model's).
         length_normalize: divide log p by the predicted tokens.
+        normalizer: ``exact`` (log p, the default) or ``skip``: the raw score without the softmax normaliser,
+            for a model trained self-normalised (``train --self-norm``; refused for another).
         device, dtype, batch_tokens, threads: where and how the models run.
         labels: ``(feature, name)`` pairs renaming a feature's group in an n-best list, e.g.
             ``(("rnn", "RNN1"),)`` so that a second model's scores go beside the first's ``RNN0``.
@@ -47,10 +52,12 @@ class FeatureOptions:
     model: str | None = None
     reverse_model: str | None = None
     lm: str | None = None
+    bilm: str | None = None
     vocab: str | None = None
     unk_side: str = "both"
     direction: str | None = None
     length_normalize: bool = False
+    normalizer: str = "exact"
     device: str = "auto"
     dtype: str = "fp32"
     batch_tokens: int = 4096
@@ -62,7 +69,8 @@ class FeatureOptions:
             names = self.features if isinstance(self.features, str) else ",".join(self.features)
             object.__setattr__(self, "features", parse_feature_names(names))
         for name, value, choices in (("unk_side", self.unk_side, UNK_SIDES), ("device", self.device, DEVICES),
-                                     ("dtype", self.dtype, DTYPES), ("direction", self.direction, DIRECTIONS)):
+                                     ("dtype", self.dtype, DTYPES), ("direction", self.direction, DIRECTIONS),
+                                     ("normalizer", self.normalizer, NORMALIZERS)):
             if value is not None and value not in choices and not (name == "device" and value.startswith("cuda:")):
                 raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
         if self.batch_tokens < 1 or (self.threads is not None and self.threads < 1):
@@ -81,7 +89,8 @@ class FeatureOptions:
         """The files these options name, by role: for the job of the run that uses them."""
         return [(role, path) for role, path in ((model_file(ENCODER_DECODER), self.model),
                                                 (model_file(ENCODER_DECODER), self.reverse_model),
-                                                (model_file(CSLM), self.lm), (input_folder(), self.vocab))
+                                                (model_file(CSLM), self.lm), (model_file(JOINT), self.bilm),
+                                                (input_folder(), self.vocab))
                 if path is not None]
 
     def names(self) -> tuple[str, ...]:
@@ -89,9 +98,10 @@ class FeatureOptions:
         beside a CSLM alone: it would have no shortlists)."""
         if self.features is not None:
             return self.features
-        names = default_features(self.model is not None, self.reverse_model is not None, self.lm is not None)
+        names = default_features(self.model is not None, self.reverse_model is not None, self.lm is not None,
+                                 self.bilm is not None)
         counts_words = self.model is not None or self.vocab is not None
-        return names if counts_words else tuple(name for name in names if name != "unk" or not self.lm)
+        return names if counts_words else tuple(name for name in names if name != "unk" or not (self.lm or self.bilm))
 
     def label(self, feature: str) -> str | None:
         """The n-best name given to ``feature``, or None."""

@@ -77,13 +77,13 @@ class FeatureSpec:
 FEATURES: dict[str, FeatureSpec] = {spec.name: spec for spec in (
     FeatureSpec("rnn", "log p(target | source) under the RNN Encoder-Decoder (phrase table: its exp)",
                 default_weight=0.1,
-                settings=("model", "direction", "dtype", "length_normalize"),
+                settings=("model", "direction", "dtype", "length_normalize", "normalizer"),
                 table_digits=9, needs="model", builder="mosesrnn.features.rnn:build"),
     FeatureSpec("rnn-rev", "log p(the other side | the one it reads) under --reverse-model, a second model "
                 "trained in the other direction (p(source | target) beside rnn's p(target | source); phrase "
                 "table: its exp)",
                 default_weight=0.1,
-                settings=("model", "direction", "dtype", "length_normalize"),
+                settings=("model", "direction", "dtype", "length_normalize", "normalizer"),
                 table_digits=9, needs="reverse_model", builder="mosesrnn.features.rnn:build_reverse"),
     FeatureSpec("unk", "the number of words outside the model's shortlists, C14 Sec. 4.2 (phrase table: e^n)",
                 default_weight=-0.1, settings=("side", "vocab"), table_digits=None, needs=None,
@@ -92,12 +92,19 @@ FEATURES: dict[str, FeatureSpec] = {spec.name: spec for spec in (
                 "its words and </s> (n-best lists only)",
                 default_weight=0.1, settings=("model", "order"), table_digits=None, needs="lm",
                 builder="mosesrnn.features.cslm:build", tables=False),
+    FeatureSpec("bilm", "log p(hypothesis | source) under the joint model of --bilm (Devlin et al. 2014): the sum "
+                "over its words, each given 2m+1 source words around its affiliated one and its history (n-best "
+                "lists written by Moses with -print-alignment-info-in-n-best, best with "
+                "-include-segmentation-in-n-best too)",
+                default_weight=0.1, settings=("model", "order", "source_window"), table_digits=None, needs="bilm",
+                builder="mosesrnn.features.bilm:build", tables=False),
 )}
 
 
-def default_features(with_model: bool, with_reverse_model: bool = False, with_lm: bool = False) -> tuple[str, ...]:
+def default_features(with_model: bool, with_reverse_model: bool = False, with_lm: bool = False,
+                     with_bilm: bool = False) -> tuple[str, ...]:
     """The columns computed when none are named: each whose model file is given, and those that need none."""
-    given = {"model": with_model, "reverse_model": with_reverse_model, "lm": with_lm}
+    given = {"model": with_model, "reverse_model": with_reverse_model, "lm": with_lm, "bilm": with_bilm}
     return tuple(name for name, spec in FEATURES.items() if spec.needs is None or given[spec.needs])
 
 

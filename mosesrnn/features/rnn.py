@@ -1,5 +1,10 @@
 """The RNN Encoder-Decoder's log p(target | source) as a feature column: the encoder-decoder's
-:class:`~mosesrnn.encdec.scoring.PairScorer` with a registry entry."""
+:class:`~mosesrnn.encdec.scoring.PairScorer` with a registry entry.
+
+``normalizer="skip"`` writes the raw score without the softmax normaliser (several times faster); it is
+built only for a model trained self-normalised (``train --self-norm``) whose mean log Z on its validation
+pairs is within the CSLM's bound (:func:`~mosesrnn.cslm.export.check_self_normalised`).
+"""
 from __future__ import annotations
 
 from typing import Sequence
@@ -10,7 +15,7 @@ from ..encdec.scoring import PairScorer
 from .options import FeatureOptions
 from .registry import FEATURES, Pair
 
-__all__ = ["RNNFeature", "build", "build_reverse"]
+__all__ = ["RNNFeature", "build", "build_reverse", "check_skip_normalizer"]
 
 
 class RNNFeature(PairScorer):
@@ -23,14 +28,34 @@ class RNNFeature(PairScorer):
         self.spec = spec
 
     def values(self, pairs: Sequence[Pair]) -> list[float]:
-        """log p(output side | input side) of every pair, in order (normalised if asked)."""
+        """log p(output side | input side) of every pair, in order (normalised if asked; the raw score
+        with ``normaliser="skip"``)."""
         return self.log_probs(pairs)
+
+
+def check_skip_normalizer(trained: TrainedModel, path: str) -> None:
+    """Raise ValueError unless the model file ``path`` was trained self-normalised and its mean log Z on its
+    validation pairs is near 0: skipping the normaliser would otherwise move every score by log Z a position."""
+    if not trained.info.get("self_norm"):
+        raise ValueError(f"{path} was not trained self-normalised, so --normalizer skip would write its raw scores "
+                         f"off by log Z at every position: train it with `mosesrnn train --self-norm 0.1`, or score "
+                         f"with --normalizer exact")
+    from ..cslm.export import check_self_normalised  # the CSLM's bound: one definition for both
+    check_self_normalised(trained.info, path)
+
+
+def _feature(options: FeatureOptions, trained: TrainedModel, path: str, **settings) -> RNNFeature:
+    """A column of ``trained`` (the model file ``path``) with the scoring options and ``settings`` (its spec,
+    direction and device)."""
+    if options.normalizer == "skip":
+        check_skip_normalizer(trained, path)
+    return RNNFeature(trained, dtype=options.dtype, batch_tokens=options.batch_tokens,
+                      length_normalize=options.length_normalize, normaliser=options.normalizer, **settings)
 
 
 def build(options: FeatureOptions, models) -> RNNFeature:
     """The feature over ``--model``, with the scoring options."""
-    return RNNFeature(models.get("rnn"), direction=options.direction, device=models.device, dtype=options.dtype,
-                      batch_tokens=options.batch_tokens, length_normalize=options.length_normalize)
+    return _feature(options, models.get("rnn"), options.model, direction=options.direction, device=models.device)
 
 
 def build_reverse(options: FeatureOptions, models) -> RNNFeature:
@@ -44,6 +69,5 @@ def build_reverse(options: FeatureOptions, models) -> RNNFeature:
         raise ValueError(f"--reverse-model {options.reverse_model} was trained {trained.direction} (it scores "
                          f"{probability(trained.direction)}); rnn-rev needs a model trained {wanted} "
                          f"(mosesrnn train TABLE --direction {wanted})")
-    return RNNFeature(trained, spec=FEATURES["rnn-rev"], direction=wanted, device=models.device,
-                      dtype=options.dtype, batch_tokens=options.batch_tokens,
-                      length_normalize=options.length_normalize)
+    return _feature(options, trained, options.reverse_model, spec=FEATURES["rnn-rev"], direction=wanted,
+                    device=models.device)

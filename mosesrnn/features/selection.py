@@ -10,7 +10,7 @@ __all__ = ["LoadedModels", "select_features"]
 
 log = logging.getLogger("mosesrnn")
 
-_OPTIONS = {"model": "-m MODEL", "reverse_model": "--reverse-model MODEL", "lm": "--lm CSLM"}
+_OPTIONS = {"model": "-m MODEL", "reverse_model": "--reverse-model MODEL", "lm": "--lm CSLM", "bilm": "--bilm MODEL"}
 
 
 class LoadedModels:
@@ -23,8 +23,9 @@ class LoadedModels:
         self._loaded: dict = {}
 
     def get(self, feature: str, which: str = "model"):
-        """The model of option ``which`` (``model``, ``reverse_model``, ``lm``) that ``feature`` needs: a
-        :class:`~mosesrnn.encdec.model_file.TrainedModel` or a :class:`~mosesrnn.cslm.model_file.TrainedLM`."""
+        """The model of option ``which`` (``model``, ``reverse_model``, ``lm``, ``bilm``) that ``feature`` needs: a
+        :class:`~mosesrnn.encdec.model_file.TrainedModel`, a :class:`~mosesrnn.cslm.model_file.TrainedLM` or a
+        :class:`~mosesrnn.bilm.model_file.JointModel`."""
         path = getattr(self.options, which)
         if path is None:
             raise ValueError(f"the {feature} feature needs a model file ({_OPTIONS[which]})")
@@ -32,6 +33,9 @@ class LoadedModels:
             if which == "lm":
                 from ..cslm.model_file import load_language_model
                 self._loaded[which] = load_language_model(path)
+            elif which == "bilm":
+                from ..bilm.model_file import load_joint_model
+                self._loaded[which] = load_joint_model(path)
             else:
                 from ..encdec.model_file import load_trained_model
                 self._loaded[which] = load_trained_model(path)

@@ -5,7 +5,9 @@ A file is sections, each a header line, its lines, and a blank line::
 
     \\config            version 1, ngram_size, input/output_vocab_size, input_embedding_dimension,
                         num_hidden, output_embedding_dimension, activation_function
-    \\vocab             one word a line; the line number is the word's id (input and output alike)
+    \\vocab             one word a line; the line number is the word's id (input and output alike), or
+    \\input_vocab, \\output_vocab  the two vocabularies, where they differ (a joint model's input is
+                        its target and source words, its output the target words)
     \\input_embeddings  V rows of E values (tab-separated)
     \\hidden_weights 1  rows of the first hidden layer, (n-1)E values each; \\hidden_biases 1 one a line
     \\hidden_weights 2  the second hidden layer (1 x 1 zeros when there is none); \\hidden_biases 2
@@ -19,39 +21,57 @@ the layer's size is the ``output_embedding_dimension`` (what Moses' own NPLM tra
 **The trap** (seen on a real build, and tested with the real binary in ``tests/test_cslm.py``):
 ``neuralLM`` decides whether to skip the second hidden layer when it is constructed, before a file
 is read, so ``testNeuralLM`` and Moses, which construct then ``read()``, evaluate a two-layer file
-with one layer: wrongly. Only one-hidden-layer models are therefore exported (:func:`check_exportable`).
+with one layer: wrongly. Only one-hidden-layer models are therefore exported for Moses
+(:func:`check_moses_reads`).
+
+The format holds plain arrays (:class:`NPLMNetwork`); each model family turns its model into one
+(``mosesrnn/cslm/export.py``, ``mosesrnn/bilm/export.py``), so this module knows no model code.
 """
 from __future__ import annotations
 
-from typing import IO, TYPE_CHECKING, Sequence
+import os
+from dataclasses import dataclass
+from typing import IO, Sequence
 
 import numpy as np
 
-from ..io.compressed import atomic_text_output
-from ..text.vocab import PAD
+from ..io.compressed import atomic_text_output, read_head
 
-if TYPE_CHECKING:  # the format writes a CSLM's weights; it needs no model code to do so
-    from ..cslm.model import CSLM
+__all__ = ["NPLM_NULL", "NPLMNetwork", "check_moses_reads", "write_nplm", "read_nplm", "read_nplm_config",
+           "write_nplm_file"]
 
-__all__ = ["NPLM_PAD", "nplm_words", "check_exportable", "write_nplm", "read_nplm", "export_nplm"]
-
-#: NPLM's name for the padding token of short n-grams, our ``<pad>``.
-NPLM_PAD = "<null>"
+#: NPLM's name for the padding of short n-grams (our ``<pad>``).
+NPLM_NULL = "<null>"
 
 
-def nplm_words(itos: Sequence[str]) -> list[str]:
-    """The vocabulary as NPLM names it: ``<pad>`` is ``<null>``."""
-    return [NPLM_PAD if word == PAD else word for word in itos]
+@dataclass
+class NPLMNetwork:
+    """An NPLM network as plain arrays: ``order`` inputs (the last one the predicted word's), rectified
+    hidden layers ``(weights (out, in), biases (out,))``, first to last, and the output layer."""
+
+    order: int
+    input_words: Sequence[str]
+    output_words: Sequence[str]
+    input_embeddings: np.ndarray  # (input vocabulary, E)
+    hidden: Sequence[tuple[np.ndarray, np.ndarray]]
+    output_weights: np.ndarray  # (output vocabulary, H)
+    output_biases: np.ndarray  # (output vocabulary,)
+
+    def __post_init__(self):
+        if not 1 <= len(self.hidden) <= 2:
+            raise ValueError(f"NPLM holds one or two hidden layers, not {len(self.hidden)}")
+        if len(self.input_words) != len(self.input_embeddings) or len(self.output_words) != len(self.output_weights):
+            raise ValueError("an NPLM network needs one input embedding a word and one output row a word")
 
 
-def check_exportable(model: CSLM) -> None:
-    """Raise ValueError for a shape that Moses' NeuralLM would evaluate wrongly (two hidden layers)."""
-    hidden = model.config.hidden_dims
-    if len(hidden) != 1:
-        raise ValueError(f"the model has {len(hidden)} hidden layers ({', '.join(map(str, hidden))} units): NPLM "
-                         "as Moses loads it evaluates only the first of two hidden layers (it decides before reading "
-                         "the file), so it would score this model wrongly. Export a one-hidden-layer model (`mosesrnn "
-                         "lm train --preset moses` or `small`); use this one on n-best lists (`mosesrnn nbest --lm`)")
+def check_moses_reads(network: NPLMNetwork) -> None:
+    """Raise ValueError for a shape that Moses' NPLM features would evaluate wrongly (two hidden layers)."""
+    if len(network.hidden) != 1:
+        sizes = ", ".join(str(len(biases)) for _, biases in network.hidden)
+        raise ValueError(f"the model has {len(network.hidden)} hidden layers ({sizes} units): NPLM as Moses loads it "
+                         "evaluates only the first of two hidden layers (it decides before reading the file), so it "
+                         "would score this model wrongly. Export a one-hidden-layer model (`mosesrnn lm train "
+                         "--preset moses` or `small`); use this one on n-best lists (`mosesrnn nbest --lm`)")
 
 
 def _matrix(out: IO[str], rows: np.ndarray) -> None:
@@ -61,42 +81,47 @@ def _matrix(out: IO[str], rows: np.ndarray) -> None:
     out.write("\n")
 
 
-def write_nplm(out: IO[str], model: CSLM, itos: Sequence[str]) -> None:
-    """Write ``model`` (one or two hidden layers) and its vocabulary ``itos`` in NPLM's format to a text stream.
+def _words(out: IO[str], section: str, words: Sequence[str]) -> None:
+    out.write(f"\\{section}\n" + "".join(word + "\n" for word in words) + "\n")
+
+
+def write_nplm(out: IO[str], network: NPLMNetwork) -> None:
+    """Write ``network`` in NPLM's text format to a text stream.
 
     One hidden layer is written as NPLM's ``num_hidden 0`` form. Callers that mean the file for Moses
-    check :func:`check_exportable` first.
+    check :func:`check_moses_reads` first.
     """
-    config = model.config
-    if len(config.hidden_dims) > 2:
-        raise ValueError(f"NPLM holds at most two hidden layers, not {len(config.hidden_dims)}")
-    layers = [(layer.weight.detach().double().cpu().numpy(), layer.bias.detach().double().cpu().numpy())
-              for layer in model.hidden]
-    num_hidden = 0 if len(layers) == 1 else config.hidden_dims[0]
+    layers = list(network.hidden)
+    num_hidden = 0 if len(layers) == 1 else len(layers[0][1])
     second = layers[1] if len(layers) == 2 else (np.zeros((1, 1)), np.zeros(1))
     out.write("\\config\nversion 1\n")
-    out.write(f"ngram_size {config.order}\ninput_vocab_size {config.vocab_size}\noutput_vocab_size "
-              f"{config.vocab_size}\ninput_embedding_dimension {config.embed_dim}\nnum_hidden {num_hidden}\n"
-              f"output_embedding_dimension {config.hidden_dims[-1]}\nactivation_function rectifier\n\n")
-    out.write("\\vocab\n" + "".join(word + "\n" for word in nplm_words(itos)) + "\n")
-    sections = [("input_embeddings", model.embed.weight.detach().double().cpu().numpy()),
-                ("hidden_weights 1", layers[0][0]), ("hidden_biases 1", layers[0][1][:, None]),
-                ("hidden_weights 2", second[0]), ("hidden_biases 2", second[1][:, None]),
-                ("output_weights", model.output.weight.detach().double().cpu().numpy()),
-                ("output_biases", model.output.bias.detach().double().cpu().numpy()[:, None])]
+    out.write(f"ngram_size {network.order}\ninput_vocab_size {len(network.input_words)}\noutput_vocab_size "
+              f"{len(network.output_words)}\ninput_embedding_dimension {network.input_embeddings.shape[1]}\n"
+              f"num_hidden {num_hidden}\noutput_embedding_dimension {len(layers[-1][1])}\n"
+              f"activation_function rectifier\n\n")
+    if list(network.input_words) == list(network.output_words):
+        _words(out, "vocab", network.input_words)
+    else:
+        _words(out, "input_vocab", network.input_words)
+        _words(out, "output_vocab", network.output_words)
+    sections = [("input_embeddings", network.input_embeddings),
+                ("hidden_weights 1", layers[0][0]), ("hidden_biases 1", np.asarray(layers[0][1])[:, None]),
+                ("hidden_weights 2", second[0]), ("hidden_biases 2", np.asarray(second[1])[:, None]),
+                ("output_weights", network.output_weights),
+                ("output_biases", np.asarray(network.output_biases)[:, None])]
     for name, values in sections:
         out.write(f"\\{name}\n")
         _matrix(out, values)
     out.write("\\end\n")
 
 
-def read_nplm(lines: IO[str]) -> tuple[dict, list[str], dict[str, np.ndarray]]:
-    """The config, vocabulary and matrices of an NPLM text file (what :func:`write_nplm` writes)."""
+def read_nplm(lines: IO[str]) -> NPLMNetwork:
+    """The network of an NPLM text file (what :func:`write_nplm` writes, NPLM's own files alike)."""
     config: dict = {}
-    vocab: list[str] = []
+    vocab: dict[str, list[str]] = {}
     matrices: dict[str, np.ndarray] = {}
     section = None
-    rows: list[list[float]] = []
+    rows: list = []
     for line in lines:
         line = line.rstrip("\n")
         if line.startswith("\\"):
@@ -105,25 +130,58 @@ def read_nplm(lines: IO[str]) -> tuple[dict, list[str], dict[str, np.ndarray]]:
                 break
             continue
         if not line:
-            if section not in (None, "config", "vocab"):
+            if section in ("vocab", "input_vocab", "output_vocab"):
+                vocab[section] = rows
+            elif section not in (None, "config"):
                 matrices[section] = np.array(rows, dtype=np.float64)
             section = None
             continue
         if section == "config":
             key, value = line.split()
             config[key] = value if key == "activation_function" else int(value)
-        elif section == "vocab":
-            vocab.append(line)
+        elif section in ("vocab", "input_vocab", "output_vocab"):
+            rows.append(line)
         elif section is not None:
             rows.append([float(value) for value in line.split("\t")])
-    return config, vocab, matrices
+    hidden = [(matrices["hidden_weights 1"], matrices["hidden_biases 1"][:, 0])]
+    if config.get("num_hidden", 0):
+        hidden.append((matrices["hidden_weights 2"], matrices["hidden_biases 2"][:, 0]))
+    return NPLMNetwork(config["ngram_size"], vocab.get("input_vocab", vocab.get("vocab", [])),
+                       vocab.get("output_vocab", vocab.get("vocab", [])), matrices["input_embeddings"], hidden,
+                       matrices["output_weights"], matrices["output_biases"][:, 0])
 
 
-def export_nplm(model: CSLM, itos: Sequence[str], path: str) -> None:
-    """Write a one-hidden-layer model to ``path`` for Moses' NeuralLM (atomically; ``.gz`` not allowed:
-    NPLM reads plain text). Raises ValueError for a shape NPLM misevaluates (:func:`check_exportable`)."""
+def read_nplm_config(path: str) -> dict:
+    """The ``\\config`` section of an NPLM file (``ngram_size``, the vocabulary sizes...), read from its head.
+
+    Raises ValueError for a file that is not an NPLM text file (a mosesrnn model file named as such, with the
+    command that exports one)."""
+    head = read_head(path, 4096)
+    if head.startswith(b"PK\x03\x04"):
+        raise ValueError(f"{path} is a mosesrnn model file (PyTorch); Moses reads NPLM's text format: write it with "
+                         f"`mosesrnn lm export -m {path} -o MODEL.nplm` (a joint model: `mosesrnn bilm export`)")
+    lines = head.decode("utf-8", errors="replace").splitlines()
+    if not lines or lines[0] != "\\config":
+        raise ValueError(f"{path} is not an NPLM model file (it does not start with \\config): write one with "
+                         f"`mosesrnn lm export` or `mosesrnn bilm export`")
+    config: dict = {}
+    for line in lines[1:]:
+        if not line:
+            break
+        key, _, value = line.partition(" ")
+        config[key] = int(value) if value.isdigit() else value
+    if not isinstance(config.get("ngram_size"), int):
+        raise ValueError(f"{path}: an NPLM file without ngram_size in its \\config section")
+    return config
+
+
+def write_nplm_file(path: str, network: NPLMNetwork, force: bool = False) -> None:
+    """Write ``network`` to ``path`` for Moses (atomically): refused for a ``.gz`` name (NPLM reads plain
+    text), an existing file unless ``force``, and a shape Moses misevaluates (:func:`check_moses_reads`)."""
     if path.endswith(".gz"):
         raise ValueError(f"{path}: NPLM reads plain text files: give the model a name without .gz")
-    check_exportable(model)
+    if os.path.exists(path) and not force:
+        raise ValueError(f"{path} exists: give another name, or --force to replace it")
+    check_moses_reads(network)
     with atomic_text_output(path) as out:
-        write_nplm(out, model, itos)
+        write_nplm(out, network)

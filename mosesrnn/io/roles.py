@@ -35,12 +35,13 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 __all__ = ["Role", "input_file", "input_folder", "model_file", "output_file", "output_folder", "output_prefix",
-           "program_output", "named_only", "ENCODER_DECODER", "CSLM", "MODEL_KINDS"]
+           "program_output", "named_only", "ENCODER_DECODER", "CSLM", "JOINT", "MODEL_KINDS"]
 
 #: The kinds of model file (the ``kind`` a model file records).
-ENCODER_DECODER, CSLM = "encoder-decoder", "cslm"
+ENCODER_DECODER, CSLM, JOINT = "encoder-decoder", "cslm", "bilm"
 MODEL_KINDS = {ENCODER_DECODER: "an RNN Encoder-Decoder (a translation model, from `mosesrnn train`)",
-               CSLM: "a CSLM (a target language model, from `mosesrnn lm train`)"}
+               CSLM: "a CSLM (a target language model, from `mosesrnn lm train`)",
+               JOINT: "a joint model (source and target, for Moses' BilingualNPLM, from `mosesrnn bilm train`)"}
 
 
 @dataclass(frozen=True)

@@ -31,10 +31,12 @@ log = logging.getLogger("mosesrnn")
 @dataclass(frozen=True)
 class NbestPair:
     """A hypothesis of an n-best list paired with its source sentence, as features read it: ``source`` and
-    ``target``, the translation."""
+    ``target``, the translation; ``extra``, the line's fields after the total (Moses' segmentation and word
+    alignment, where it wrote them)."""
 
     source: str
     target: str
+    extra: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ def score_nbest(nbest_path: str, source_path: str, output_path: str, features: S
         try:
             last_id = None
             for chunk in prefetch(chunked(read_nbest(nbest_path, encoding), chunk_lines)):
-                pairs = [NbestPair(sources.sentence(entry), entry.hypothesis) for entry in chunk]
+                pairs = [NbestPair(sources.sentence(entry), entry.hypothesis, entry.fields[4:]) for entry in chunk]
                 if not lines:
                     for warning in first_chunk_warnings(nbest_path, pairs, features, table=False):
                         log.warning("warning: %s", warning)

@@ -1,0 +1,55 @@
+"""The joint model's self-contained model file: weights, network config, windows, vocabularies, facts.
+
+Read and written through the one model-file floor (:mod:`mosesrnn.io.model_store`) with
+``"kind": "bilm"``::
+
+    {"format_version": 1, "kind": "bilm", "mosesrnn_version": str, "config": CSLMConfig.to_dict(),
+     "windows": {"order": n, "source_window": m}, "state_dict": {name: tensor},
+     "vocabulary": JointVocabulary.to_dict(), "info": {training facts}}
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..cslm.config import CSLMConfig
+from ..cslm.model import CSLM
+from ..io.model_store import file_digest, load_weights, read_model_file, save_file
+from ..io.roles import JOINT
+from ..version import __version__
+from .data import JointVocabulary
+
+__all__ = ["FORMAT_VERSION", "JointModel", "save_joint_model", "load_joint_model"]
+
+FORMAT_VERSION = 1
+_REQUIRED = ("config", "windows", "state_dict", "vocabulary")
+
+
+@dataclass
+class JointModel:
+    """A joint model ready to score: the network, its windows, its vocabularies, facts and the file's digest."""
+
+    network: CSLM
+    order: int  # target words read, the predicted one included (BilingualNPLM's order)
+    source_window: int  # source words on each side of the affiliated one (BilingualNPLM's source_window)
+    vocabulary: JointVocabulary
+    info: dict
+    digest: str = ""
+
+
+def save_joint_model(path: str, model: JointModel) -> None:
+    """Write one self-contained joint model file (atomically)."""
+    save_file(path, {"format_version": FORMAT_VERSION, "kind": JOINT, "mosesrnn_version": __version__,
+                     "config": model.network.config.to_dict(),
+                     "windows": {"order": model.order, "source_window": model.source_window},
+                     "state_dict": model.network.state_dict(), "vocabulary": model.vocabulary.to_dict(),
+                     "info": dict(model.info)})
+
+
+def load_joint_model(path: str, map_location="cpu") -> JointModel:
+    """Load a joint model file; raises ModelFileError if it is not one (another kind included)."""
+    checkpoint = read_model_file(path, JOINT, FORMAT_VERSION, required=_REQUIRED, map_location=map_location)
+    network = load_weights(path, checkpoint, lambda: CSLM(CSLMConfig.from_dict(checkpoint["config"])))
+    windows = checkpoint["windows"]
+    return JointModel(network, windows["order"], windows["source_window"],
+                      JointVocabulary.from_dict(checkpoint["vocabulary"]), checkpoint.get("info", {}),
+                      file_digest(path))

@@ -1,0 +1,118 @@
+"""Translations scored by a joint model the way Moses' ``BilingualNPLM`` scores them.
+
+Moses (``moses/LM/BilingualLM.cpp``, phrase-based decoding) scores every target word of every
+phrase once: its ``order - 1`` predecessors (across phrases; ``<s>`` before the sentence) and the
+``2m + 1`` source words around its affiliated source word. The affiliation is searched *inside the
+phrase*: the word's own links, else the nearest linked word of the same phrase, right first; the
+middle link (the lower one of an even count). No ``</s>`` is scored. Each value is NPLM's raw
+output score (natural log), floored at -100, and the feature is their sum: :func:`sentence_scores`
+with ``normalized=False``. ``normalized=True`` gives exact log-probabilities, for rescoring.
+
+A hypothesis of an n-best list carries what this needs when Moses writes it with
+``-include-segmentation-in-n-best`` (``0-1=0-2 2=3``: each phrase's source and target spans) and
+``-print-alignment-info-in-n-best`` (``0-0 1-2``: the word links, absolute positions).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..cslm.scoring import MOSES_FLOOR, NgramStats, ngram_stats, position_scores
+from ..text.tokenizers import words
+from .data import BOS, EOS, ExampleSet, affiliations, aligned_sentences, examples, read_alignment, window_examples
+from .model_file import JointModel
+
+__all__ = ["AlignedTranslation", "parse_segmentation", "translation_affiliations", "sentence_scores", "aligned",
+           "corpus_stats"]
+
+
+@dataclass(frozen=True)
+class AlignedTranslation:
+    """A source sentence, a translation of it, and each target word's affiliated source position."""
+
+    source: Sequence[str]
+    target: Sequence[str]
+    affiliated: Sequence[int]
+
+
+def parse_segmentation(text: str) -> list[tuple[int, int]]:
+    """The target spans ``(first, last)`` of a Moses segmentation field (``0-1=0-2 2=3``), in order."""
+    spans = []
+    for part in text.split():
+        _, equals, target = part.partition("=")
+        first, _, last = target.partition("-")
+        if not equals or not first.isdigit() or (last and not last.isdigit()):
+            raise ValueError(f"{part!r} is not a Moses segment (SOURCE=TARGET, e.g. 0-1=0-2)")
+        spans.append((int(first), int(last or first)))
+    return spans
+
+
+def translation_affiliations(source_len: int, target_len: int, alignment: str, segmentation: str | None = None
+                             ) -> list[int]:
+    """Each target word's affiliated source position, from Moses' word alignment of a translation, searched
+    inside each phrase as the decoder does when the ``segmentation`` is given, else over the sentence.
+
+    Raises ValueError for malformed fields, or a phrase without any link (Moses refuses those too)."""
+    links = read_alignment(alignment, source_len, target_len)
+    spans = parse_segmentation(segmentation) if segmentation else [(0, target_len - 1)]
+    if spans and (spans[0][0] != 0 or spans[-1][1] != target_len - 1):
+        raise ValueError(f"the segmentation {segmentation!r} does not cover the {target_len} target words")
+    found: list[int] = []
+    for first, last in spans:
+        inside = affiliations(links[first:last + 1])
+        if inside and inside[0] is None:
+            raise ValueError(f"target words {first}-{last} have no alignment link: BilingualNPLM needs a phrase "
+                             f"table with word alignments")
+        found.extend(inside)
+    return found
+
+
+def translation_examples(model: JointModel, translations: Sequence[AlignedTranslation]) -> ExampleSet:
+    """The n-grams Moses queries for each target word of each translation (no ``</s>``)."""
+    vocabulary = model.vocabulary
+    bos = (vocabulary.source_ids([BOS])[0], vocabulary.target_ids([BOS])[0])
+    eos_source = vocabulary.source_ids([EOS])[0]
+    width = 2 * model.source_window + 1 + model.order
+    blocks = [window_examples(vocabulary.source_ids(t.source), vocabulary.target_ids(t.target), t.affiliated,
+                              model.source_window, model.order, bos, eos_source)
+              for t in translations if len(t.target)]
+    grams = np.concatenate(blocks) if blocks else np.zeros((0, width), dtype=np.int32)
+    return ExampleSet(grams, len(grams))
+
+
+def sentence_scores(model: JointModel, translations: Sequence[AlignedTranslation], normalized: bool = True,
+                    batch_size: int = 1024) -> list[float]:
+    """The natural-log score of each translation: the sum over its words.
+
+    ``normalized``: log p(word | source window, history); else the raw score floored at -100 per word, the
+    value of Moses' BilingualNPLM feature for a self-normalised model."""
+    data = translation_examples(model, translations)
+    if not len(data):
+        return [0.0] * len(translations)
+    scores, log_z = position_scores(model.network, data, batch_size)
+    per_word = scores - log_z if normalized else np.maximum(scores, MOSES_FLOOR)
+    ends = np.cumsum([len(t.target) for t in translations])
+    totals = np.add.reduceat(np.r_[per_word, 0.0], np.r_[0, ends[:-1]])
+    return [float(total) if len(t.target) else 0.0 for t, total in zip(translations, totals)]
+
+
+def aligned(source: str, target: str, alignment: str, segmentation: str | None = None) -> AlignedTranslation:
+    """An :class:`AlignedTranslation` from the text of a source sentence, a translation and Moses' fields."""
+    source_words, target_words = words(source.strip()), words(target.strip())
+    return AlignedTranslation(source_words, target_words,
+                              translation_affiliations(len(source_words), len(target_words), alignment, segmentation)
+                              if target_words else [])
+
+
+def corpus_stats(model: JointModel, source: str, target: str, alignment: str, encoding: str = "utf-8") -> NgramStats:
+    """What the joint model makes of a held-out word-aligned corpus: NLL per token (words and ``</s>``, as in
+    training), perplexity, ``<unk>`` share and log Z (:class:`~mosesrnn.cslm.scoring.NgramStats`).
+
+    Raises ValueError for a corpus with no aligned sentence pair."""
+    data = examples(aligned_sentences(source, target, alignment, encoding), model.vocabulary, model.source_window,
+                    model.order)
+    if not len(data):
+        raise ValueError(f"{target}: no sentence pair with an alignment link to measure")
+    return ngram_stats(model.network, data, unknown=model.vocabulary.target_ids(["<unk>"])[0])

@@ -1,0 +1,122 @@
+"""``mosesrnn bilm train|export``: the neural network joint model (Devlin et al. 2014) for Moses' BilingualNPLM."""
+from __future__ import annotations
+
+import click
+
+from ..bilm.config import EXPORT_FILES, JOINT_PRESETS
+from ..io.roles import output_file
+from .common import DEVICE, LR_DECAY, MIN_LR, QUIET, THREADS, WARMUP, Command, duration, layer_sizes, setup_logging
+from .paths import INPUT, JOINT_MODEL, PathParam, output_folder_writing
+
+__all__ = ["bilm"]
+
+#: What ``bilm train`` writes inside its output folder.
+JOINT_FOLDER_FILES = ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png")
+
+
+@click.group("bilm")
+def bilm() -> None:
+    """The neural network joint model of Devlin et al. (2014): a neural language model of the target
+    that also reads 2m+1 source words around the word each target word is aligned to. Moses runs it
+    inside the decoder as BilingualNPLM (a Moses built --with-nplm); mosesrnn trains it on the
+    word-aligned training corpus and rescores n-best lists with it (`nbest --features bilm`).
+
+    \b
+    Example:
+      mosesrnn bilm train train.tok.en.gz train.tok.fr.gz model/aligned.grow-diag-final-and -o bilm/ --max-time 1h
+      mosesrnn bilm export -m bilm/best.pt -o bilm.nplm
+      mosesrnn moses-ini moses.ini --bilm $PWD/bilm.nplm -o moses.bilm.ini
+    """
+
+
+@bilm.command("train", cls=Command)
+@click.argument("source", type=INPUT)
+@click.argument("target", type=INPUT)
+@click.argument("alignment", type=INPUT)
+@click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*JOINT_FOLDER_FILES),
+              help="Model directory: best.pt, last.pt, state.pt, train.jsonl and loss.png go here.")
+@click.option("--valid-share", default=0.01, show_default=True, type=click.FloatRange(0, 1, min_open=True,
+              max_open=True), help="Share of the sentence pairs held out (by hash) for validation.")
+@click.option("--preset", type=click.Choice(list(JOINT_PRESETS)), default="moses", show_default=True,
+              help="moses = Devlin's windows (3 target words of history, 11 source words), 192-dim embeddings, "
+                   "one hidden layer of 512, 16,000 words a side; small = 2 and 5 words, 64, 256, 8,000 words.")
+@click.option("--order", type=click.IntRange(2, 10),
+              help="Target words read, the predicted one included (BilingualNPLM's order) [default: the preset's].")
+@click.option("--source-window", type=click.IntRange(0, 10),
+              help="Source words on each side of the affiliated one (BilingualNPLM's source_window) [default: the "
+                   "preset's].")
+@click.option("--vocab-size", type=click.IntRange(1), help="Target shortlist [default: the preset's].")
+@click.option("--source-vocab-size", type=click.IntRange(1), help="Source shortlist [default: the preset's].")
+@click.option("--embed-dim", type=click.IntRange(1), help="Advanced: override the preset's embedding size.")
+@click.option("--hidden", "hidden_dims", callback=layer_sizes, metavar="SIZES",
+              help="Advanced: the hidden layers' sizes (one layer for Moses: NPLM misevaluates two).")
+@click.option("--self-norm", default=0.1, show_default=True, type=click.FloatRange(0),
+              help="alpha of the (log Z)^2 penalty of --estimator softmax (NCE self-normalises by itself).")
+@click.option("--batch-size", type=click.IntRange(1), help="n-grams per update [default: the recipe's, 512].")
+@click.option("--learning-rate", type=click.FloatRange(0, min_open=True), help="Adam's rate [default: 2e-3].")
+@WARMUP
+@LR_DECAY
+@MIN_LR
+@click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), help="[default: the recipe's, 0.3]")
+@click.option("--estimator", type=click.Choice(["softmax", "nce"]), help="[default: the recipe's, nce]")
+@click.option("--noise-samples", type=click.IntRange(1), help="k of NCE [default: the recipe's, 500].")
+@click.option("--output-bias", type=click.Choice(["uniform", "unigram"]), help="[default: the recipe's, unigram]")
+@click.option("--valid-every", default=2000, show_default=True, type=click.IntRange(1))
+@click.option("--patience", default=5, show_default=True, type=click.IntRange(1),
+              help="Stop after this many validations without a lower validation perplexity.")
+@click.option("--max-updates", type=click.IntRange(1))
+@click.option("--max-time", callback=duration, metavar="DURATION", help="e.g. 90s, 10m, 2h (this invocation).")
+@DEVICE
+@THREADS
+@click.option("--seed", default=1, show_default=True, type=int)
+@click.option("--restart", "resume", flag_value="never", help="Ignore a saved run in the directory and start over.")
+@QUIET
+def train(**options):
+    """Train a joint model on SOURCE and TARGET (tokenised exactly as the Moses system, line for line) and
+    ALIGNMENT, their word alignment in Moses' format (`i-j` pairs, i a source and j a target position,
+    e.g. model/aligned.grow-diag-final-and). Ctrl-C saves; the same command continues.
+
+    \b
+    Example:
+      mosesrnn bilm train train.tok.en.gz train.tok.fr.gz train.align.gz -o bilm/ --max-time 1h --threads 1
+    """
+    from ..bilm.task import JointTrainConfig, train_joint
+    from ..train.driver import config_from_options
+    setup_logging(options["quiet"])
+    result = train_joint(config_from_options(JointTrainConfig, options, corpus=options["target"]))
+    best = result.best
+    click.echo(f"{result.best_path}: " + (f"validation perplexity {best['valid_ppl']:.2f} per token (unigram "
+                                          f"{result.unigram_ppl:.2f}), log Z {best['log_z_mean']:+.3f} ± "
+                                          f"{best['log_z_std']:.3f}" if best else "not validated yet")
+               + f", {result.updates} updates, {result.stop_reason}")
+    if result.stop_reason == "interrupted":
+        raise SystemExit(130)
+
+
+@bilm.command("export", cls=Command)
+@click.option("-m", "--model", "model_path", required=True, type=JOINT_MODEL,
+              help="A joint model file from `mosesrnn bilm train` (best.pt).")
+@click.option("-o", "--output", required=True, type=PathParam(output_file(*EXPORT_FILES)),
+              help="The NPLM file for Moses (plain text); OUTPUT.target and OUTPUT.source (the vocabularies) and "
+                   "OUTPUT.json (the windows) are written beside it. Refused if it exists, unless --force.")
+@click.option("--force", is_flag=True, help="Replace an existing OUTPUT.")
+def export(model_path, output, force):
+    """Write a joint model for Moses' BilingualNPLM: NPLM's text format and the two vocabulary files.
+
+    Only one-hidden-layer, self-normalised models are written (Moses reads the raw scores).
+
+    \b
+    Example:
+      mosesrnn bilm export -m bilm/best.pt -o bilm.nplm
+      mosesrnn moses-ini moses.ini --bilm $PWD/bilm.nplm -o moses.bilm.ini
+    """
+    import os
+
+    from moses_integration.bilingual_lm import bilingual_lm_feature
+
+    from ..bilm.export import export_joint
+    done = export_joint(model_path, output, force)
+    line = bilingual_lm_feature(done.order, done.source_window, *map(os.path.abspath, (output, done.source_vocab,
+                                                                                       done.target_vocab)))
+    click.echo(f"wrote {output}, {done.target_vocab} and {done.source_vocab}: order {done.order}, source window "
+               f"{done.source_window}; in moses.ini: {line}", err=True)
