@@ -90,11 +90,7 @@ def train(**options):
     from ..train.driver import config_from_options
     setup_logging(options["quiet"])
     result = train_lm(config_from_options(LMTrainConfig, options))
-    best = result.best
-    click.echo(f"{result.best_path}: " + (f"validation perplexity {best['valid_ppl']:.2f} per token (unigram "
-                                          f"{result.unigram_ppl:.2f}), log Z {best['log_z_mean']:+.3f} ± "
-                                          f"{best['log_z_std']:.3f}" if best else "not validated yet")
-               + f", {result.updates} updates, {result.stop_reason}")
+    click.echo(result.summary())
     if result.stop_reason == "interrupted":
         raise SystemExit(130)
 

@@ -104,6 +104,13 @@ class LMTrainResult:
     best_path: str
     last_path: str
 
+    def summary(self) -> str:
+        """One line: the best model file, its validation perplexity against the unigram model's, log Z, the stop."""
+        best = self.best
+        scores = (f"validation perplexity {best['valid_ppl']:.2f} per token (unigram {self.unigram_ppl:.2f}), log Z "
+                  f"{best['log_z_mean']:+.3f} ± {best['log_z_std']:.3f}" if best else "not validated yet")
+        return f"{self.best_path}: {scores}, {self.updates} updates, {self.stop_reason}"
+
 
 class CSLMTask:
     """The CSLM as a task of the training loop: its network, Adam, the penalised NLL, validation."""
