@@ -64,8 +64,9 @@ from .paths import INPUT, INPUT_FOLDER, MODEL_FOLDER_FILES, output_folder_writin
                    "[default: small unigram, paper zero].")
 @click.option("--self-norm", type=click.FloatRange(0), metavar="ALPHA",
               help="Train self-normalised: add ALPHA x (log Z)^2 per predicted position to the loss, so that "
-                   "log Z (the softmax normaliser) stays near 0 and `score --normalizer skip` may leave it out "
-                   "(e.g. 0.1, the CSLM's; validation then reports log Z's mean and spread) [default: 0, off].")
+                   "log Z (the softmax normaliser) stays near 0 and `score --normalizer skip` may leave it out; "
+                   "validation then reports log Z's mean and spread. 0.1-1 with --clip-norm 1 (without it, "
+                   "the small recipe's peak rate spiked the loss; docs/performance.md) [default: 0, off].")
 @click.option("--max-updates", type=click.IntRange(1), help="Stop at this many updates in all.")
 @click.option("--max-time", callback=duration, metavar="DURATION",
               help="Stop after this much training time in this invocation, e.g. 90s, 10m, 2h "
