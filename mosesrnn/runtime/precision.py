@@ -17,9 +17,9 @@ Measured (``benchmarks/precision_accuracy.py``, ``benchmarks/score_speed.py``; d
 on a trained model bf16 moves log p by 0.06 nats on average; int8 is 1.15-1.47x faster than fp32
 on an AVX2 CPU but moves log p by 0.3 nats on average, so ``auto`` never picks it. Without the
 normaliser (``score --normalizer skip``; the output matrix then stays float, ``keep_float``) int8
-still moves the score by 0.17-0.18 nats on average on a trained self-normalised model, above the
+still moves the score by 0.17-0.37 nats on average on trained self-normalised models, above the
 0.05 asked, whichever subset of the layers is quantised (0.10 at best, the encoder's alone); bf16
-moves it by 0.03.
+moves it by 0.03-0.12.
 """
 from __future__ import annotations
 
