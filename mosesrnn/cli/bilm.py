@@ -5,7 +5,7 @@ import click
 
 from ..bilm.config import EXPORT_FILES, JOINT_PRESETS
 from ..io.roles import output_file
-from .common import DEVICE, LR_DECAY, MIN_LR, QUIET, THREADS, WARMUP, Command, duration, layer_sizes, setup_logging
+from .common import LR_DECAY, MIN_LR, NGRAM_RUN, QUIET, WARMUP, Command, layer_sizes, setup_logging
 from .paths import INPUT, JOINT_MODEL, PathParam, output_folder_writing
 
 __all__ = ["bilm"]
@@ -61,15 +61,7 @@ def bilm() -> None:
 @click.option("--estimator", type=click.Choice(["softmax", "nce"]), help="[default: the recipe's, nce]")
 @click.option("--noise-samples", type=click.IntRange(1), help="k of NCE [default: the recipe's, 500].")
 @click.option("--output-bias", type=click.Choice(["uniform", "unigram"]), help="[default: the recipe's, unigram]")
-@click.option("--valid-every", default=2000, show_default=True, type=click.IntRange(1))
-@click.option("--patience", default=5, show_default=True, type=click.IntRange(1),
-              help="Stop after this many validations without a lower validation perplexity.")
-@click.option("--max-updates", type=click.IntRange(1))
-@click.option("--max-time", callback=duration, metavar="DURATION", help="e.g. 90s, 10m, 2h (this invocation).")
-@DEVICE
-@THREADS
-@click.option("--seed", default=1, show_default=True, type=int)
-@click.option("--restart", "resume", flag_value="never", help="Ignore a saved run in the directory and start over.")
+@NGRAM_RUN
 @QUIET
 def train(**options):
     """Train a joint model on SOURCE and TARGET (tokenised exactly as the Moses system, line for line) and

@@ -191,3 +191,21 @@ def layer_sizes(ctx, param, value):
     if min(sizes) < 1:
         raise click.BadParameter(f"{value!r}: every size must be positive")
     return sizes
+
+
+def NGRAM_RUN(command):
+    """The run options of the n-gram models' trainers (`lm train`, `bilm train`): validation, limits, device,
+    threads, seed, --restart."""
+    options = [click.option("--valid-every", default=2000, show_default=True, type=click.IntRange(1)),
+               click.option("--patience", default=5, show_default=True, type=click.IntRange(1),
+                            help="Stop after this many validations without a lower validation perplexity."),
+               click.option("--max-updates", type=click.IntRange(1)),
+               click.option("--max-time", callback=duration, metavar="DURATION",
+                            help="e.g. 90s, 10m, 2h (this invocation)."),
+               DEVICE, THREADS,
+               click.option("--seed", default=1, show_default=True, type=int),
+               click.option("--restart", "resume", flag_value="never",
+                            help="Ignore a saved run in the directory and start over.")]
+    for option in reversed(options):
+        command = option(command)
+    return command

@@ -8,7 +8,7 @@ import click
 
 from ..cslm.config import LM_PRESETS, MAX_ORDER
 from ..io.roles import output_file
-from .common import DEVICE, LR_DECAY, MIN_LR, QUIET, THREADS, WARMUP, Command, duration, layer_sizes, setup_logging
+from .common import LR_DECAY, MIN_LR, NGRAM_RUN, QUIET, WARMUP, Command, layer_sizes, setup_logging
 from .paths import CSLM_MODEL, INPUT, PathParam, output_folder_writing
 
 __all__ = ["lm"]
@@ -68,15 +68,7 @@ def lm() -> None:
 @click.option("--output-bias", type=click.Choice(["uniform", "unigram"]),
               help="The output bias starts at -log V (uniform) or at the log unigram distribution; both start "
                    "self-normalised [default: the preset's recipe].")
-@click.option("--valid-every", default=2000, show_default=True, type=click.IntRange(1))
-@click.option("--patience", default=5, show_default=True, type=click.IntRange(1),
-              help="Stop after this many validations without a lower validation perplexity.")
-@click.option("--max-updates", type=click.IntRange(1))
-@click.option("--max-time", callback=duration, metavar="DURATION", help="e.g. 90s, 10m, 2h (this invocation).")
-@DEVICE
-@THREADS
-@click.option("--seed", default=1, show_default=True, type=int)
-@click.option("--restart", "resume", flag_value="never", help="Ignore a saved run in the directory and start over.")
+@NGRAM_RUN
 @QUIET
 def train(**options):
     """Train a CSLM on CORPUS, tokenised target-side sentences (one a line, gzip or not), tokenised exactly as
