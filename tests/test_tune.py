@@ -2,13 +2,16 @@
 
 Moses is not needed here. Shell scripts stand in for ``moses`` and ``mert-moses.pl``: the fake tuner
 copies real tuned weights into its working directory (one finished iteration); the fake decoder
-prints a perturbed copy of the real references (each run its own damage, so each run its own BLEU)
-and writes real Moses n-best lists of the Tatoeba dev sentences. The rescoring stage is the real one:
-real features on real n-best lists, mosesrnn's MERT, reranking. ``test_the_route_with_real_moses``
+prints a perturbed copy of the real test references (each run its own damage, so each run its own BLEU)
+and writes real Moses n-best lists of real Tatoeba sentences. The dev and the test set are distinct
+sentences of as many lines (13 each, no source sentence in both), so that a route that read the one's
+references for the other would run and give other numbers, which the tests catch. The rescoring stage
+is the real one: real features on real n-best lists, mosesrnn's MERT, reranking. ``test_the_route_with_real_moses``
 runs the whole command on Moses' mini system where Moses is built.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -24,20 +27,26 @@ from click.testing import CliRunner
 from conftest import DATA
 from scoring_helpers import save_tiny_model
 
-from moses_integration.ini_format import read_weights
+from moses_integration.ini_format import read_weights, weights_text
 from moses_integration.mert_moses import MertSettings, find_tools, mert_command, relative_paths
 from moses_integration.mert_report import weights_table
 from moses_integration.route import RouteOptions
 from moses_integration.route.report_file import read_report
 from mosesrnn.cli import main
 from mosesrnn.tuning.bleu import file_bleu
+from mosesrnn.tuning.mert import MertOptions
+from mosesrnn.tuning.nbest_mert import mert_nbest_files
 from mosesrnn.tuning.significance import mean_std, median_run, paired_p_value
+from mosesrnn.tuning.vectors import named_weights
 
 NBEST = DATA / "nbest"
 SOURCE, REFERENCE = NBEST / "tatoeba.dev30.tok.en", NBEST / "tatoeba.dev30.fr"
 TUNED_WEIGHTS = NBEST / "tatoeba.dev.mert-iter1.weights"
 INI = DATA / "moses" / "moses-ini" / "phrase.basic-surface-only.moses.ini"  # ${MODEL_PATH}: no relative paths
 BASELINE_INI = DATA / "moses" / "moses-ini" / "phrase.basic-surface-only-withirstlm.moses.ini"
+#: The sentences of the 30 (their ids in the lists) that make the dev and the test set: as many, none in both, no
+#: source sentence in both.
+DEV_IDS, TEST_IDS = range(0, 13), range(17, 30)
 #: Every how many tokens each run's test translations lose one (a plausible, reproducible damage).
 DROP_EVERY = {"baseline-run1": 3, "baseline-run2": 4, "baseline-run3": 3, "system-run1": 5, "system-run2": 6,
               "system-run3": 9, "pruned-run1": 7}
@@ -47,6 +56,27 @@ def perturbed(reference: Path, every: int) -> str:
     """The reference with every ``every``-th token of each line dropped."""
     return "".join(" ".join(t for i, t in enumerate(line.split(), 1) if i % every) + "\n"
                    for line in reference.read_text(encoding="utf-8").splitlines())
+
+
+def sentences(path: Path, ids: range) -> str:
+    """The lines ``ids`` of a text file."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return "".join(lines[i] + "\n" for i in ids)
+
+
+def nbest_of(path: Path, ids: range) -> str:
+    """The hypotheses of sentences ``ids`` in a gzipped Moses n-best list, numbered from 0: the list of those
+    sentences alone, as Moses writes it."""
+    with gzip.open(path, "rt", encoding="utf-8") as stream:
+        return "".join(f"{ids.index(int(number))} ||| {rest}" for number, rest in
+                       (line.split(" ||| ", 1) for line in stream) if int(number) in ids)
+
+
+def write_sets(folder: Path) -> None:
+    """dev.en, dev.fr, test.en, test.fr in ``folder``: DEV_IDS and TEST_IDS of the 30 Tatoeba sentences."""
+    for part, ids in (("dev", DEV_IDS), ("test", TEST_IDS)):
+        (folder / f"{part}.en").write_text(sentences(SOURCE, ids), encoding="utf-8")
+        (folder / f"{part}.fr").write_text(sentences(REFERENCE, ids), encoding="utf-8")
 
 
 def executable(path: Path, text: str) -> None:
@@ -71,10 +101,12 @@ def fake_moses(tmp_path):
     ``FAIL_RUN=system-run2`` makes that tuning fail, as a crash would."""
     root, fake = tmp_path / "mosesdecoder", tmp_path / "fake"
     fake.mkdir()
+    write_sets(tmp_path)
     for run, every in DROP_EVERY.items():
-        (fake / f"{run}.hyp").write_text(perturbed(REFERENCE, every), encoding="utf-8")
-    shutil.copy(NBEST / "tatoeba.dev30.untuned.100best.gz", fake / "dev.nbest.gz")
-    shutil.copy(NBEST / "tatoeba.dev30.mert-iter1.100best.gz", fake / "test.nbest.gz")
+        (fake / f"{run}.hyp").write_text(perturbed(tmp_path / "test.fr", every), encoding="utf-8")
+    (fake / "dev.nbest").write_text(nbest_of(NBEST / "tatoeba.dev30.untuned.100best.gz", DEV_IDS), encoding="utf-8")
+    (fake / "test.nbest").write_text(nbest_of(NBEST / "tatoeba.dev30.mert-iter1.100best.gz", TEST_IDS),
+                                     encoding="utf-8")
     executable(root / "bin" / "moses", f"""#!/bin/sh
 echo "moses $*" >> {fake}/calls
 case " $* " in *" -show-weights "*) echo "LM0= 0.1"; exit 0;; esac
@@ -83,8 +115,8 @@ while [ $# -gt 0 ]; do
 done
 run=$(basename "$(dirname "$ini")")
 case "$input" in
-  *dev.en) [ -n "$list" ] && gunzip -c {fake}/dev.nbest.gz > "$list"; cat "$input";;
-  *) [ -n "$list" ] && gunzip -c {fake}/test.nbest.gz > "$list"; cat {fake}/$run.hyp;;
+  *dev.en) [ -n "$list" ] && cp {fake}/dev.nbest "$list"; cat "$input";;
+  *) [ -n "$list" ] && cp {fake}/test.nbest "$list"; cat {fake}/$run.hyp;;
 esac
 """)
     executable(root / "scripts" / "training" / "mert-moses.pl", f"""#!/bin/sh
@@ -107,11 +139,7 @@ def model(tmp_path_factory) -> str:
 
 
 def tune_args(tmp_path, fake_moses, model, *extra) -> list[str]:
-    """The same 30 real Tatoeba sentences serve as dev and as test set (two copies: the fake decoder tells them
-    apart by name)."""
-    for part in ("dev", "test"):
-        shutil.copy(SOURCE, tmp_path / f"{part}.en")
-        shutil.copy(REFERENCE, tmp_path / f"{part}.fr")
+    """The command on the dev and test sets that ``fake_moses`` wrote (dev.en, dev.fr, test.en, test.fr)."""
     return ["tune", str(tmp_path / "dev.en"), str(tmp_path / "dev.fr"), str(INI), "--test-src",
             str(tmp_path / "test.en"), "--test-ref", str(tmp_path / "test.fr"), "--baseline", str(BASELINE_INI),
             "--work-dir", str(tmp_path / "work"), "--rescore", "unk", "-m", model, "--moses-bin",
@@ -129,11 +157,26 @@ def test_the_route_tunes_rescores_and_reports_with_significance(tmp_path, fake_m
     work = tmp_path / "work"
     report = read_report(str(work / "report.json"))
     assert [stage.name for stage in report.stages] == ["baseline", "system", "retuned", "rescored"]
-    references = REFERENCE.read_text(encoding="utf-8").splitlines()
-    for stage in report.stages[:2]:
-        expected = [sacrebleu.corpus_bleu(perturbed(REFERENCE, DROP_EVERY[f"{stage.name}-run{k}"]).splitlines(),
+    dev_ref, test_ref = tmp_path / "dev.fr", tmp_path / "test.fr"
+    references = test_ref.read_text(encoding="utf-8").splitlines()
+    for stage in report.stages[:2]:  # the decoded test set (the fake decoder's damaged test references)
+        expected = [sacrebleu.corpus_bleu(perturbed(test_ref, DROP_EVERY[f"{stage.name}-run{k}"]).splitlines(),
                                           [references], tokenize="none", force=True).score for k in (1, 2, 3)]
         assert list(stage.bleu) == pytest.approx(expected, abs=1e-9)
+    for stage in report.stages:  # every row's BLEU: its translations of the test set against the test references
+        by_hand = [sacrebleu.corpus_bleu(Path(path).read_text(encoding="utf-8").splitlines(), [references],
+                                         tokenize="none", force=True).score for path in stage.hypotheses]
+        assert list(stage.bleu) == pytest.approx(by_hand, abs=1e-9)
+    assert (report.dev["reference"], report.test["reference"]) == (str(dev_ref), str(test_ref))
+    # the tunings read the dev set: Moses' MERT its source and references, mosesrnn's MERT on the dev lists the dev
+    # references (the control's weights are those; the test references would give others)
+    tunings = [call.split()[1:3] for call in calls(tmp_path) if call.startswith("mert-moses.pl")]
+    assert tunings == [[str(tmp_path / "dev.en"), str(dev_ref)]] * 6
+    retuned = (work / "system-run1.retuned.weights").read_text()
+    for ref, same in ((dev_ref, True), (test_ref, False)):
+        again = mert_nbest_files([str(work / "system-run1.dev.nbest")], [str(ref)],
+                                 str(work / "system-run1" / "moses.ini"), "none", MertOptions(seed=1))
+        assert (weights_text(named_weights(again.groups, again.weights)) == retuned) is same, ref
     base, control, rescored = report.stages[0], report.stages[2], report.stages[3]
     assert rescored.iterations == (1, 1, 1) and set(rescored.weight_shares) == {"UNK0"}
     # the control: the same lists, the same MERT, no new feature; the rescored row is compared with it too
@@ -233,6 +276,41 @@ def test_the_baseline_rescored_is_its_own_row(tmp_path, fake_moses, model):
     assert rescored.iterations == (1, 1) and set(rescored.weight_shares) == {"UNK0"} and rescored.pairs == 4
     assert "| baseline-rescored: baseline's 100-best lists rescored with unk |" in result.stdout
     args = tune_args(tmp_path, fake_moses, model, "--rescore-baseline", "unk")
+    del args[args.index("--baseline"):args.index("--baseline") + 2]
+    no_baseline = CliRunner().invoke(main, args)
+    assert no_baseline.exit_code == 2 and "--rescore-baseline needs --baseline" in no_baseline.output
+
+
+def test_the_baseline_control_alone(tmp_path, fake_moses, model):
+    """--rescore-baseline with no feature: only the baseline's control, its lists re-tuned by the same MERT without
+    any new feature (baseline-retuned), compared with the baseline: what a second tuning pass alone adds."""
+    args = tune_args(tmp_path, fake_moses, model, "--rescore-baseline", "--runs", "2")
+    at = args.index("--rescore")
+    del args[at:at + 4]  # --rescore unk -m MODEL: the system is not rescored
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    work = tmp_path / "work"
+    report = read_report(str(work / "report.json"))
+    assert [stage.name for stage in report.stages] == ["baseline", "baseline-retuned", "system"]
+    base, control = report.stages[:2]
+    assert control.hypotheses == tuple(str(work / f"baseline-run{run}.retuned.test.hyp") for run in (1, 2))
+    assert control.control is None and control.weight_shares == {} and control.iterations == (1, 1)
+    assert control.delta == pytest.approx(statistics.mean(control.bleu) - statistics.mean(base.bleu))
+    assert control.pairs == 4 and "(the control)" in control.about
+    assert "baseline-retuned: baseline's n-best lists re-tuned by the same MERT without any new feature, so its Δ " \
+           "vs baseline is what a second tuning pass alone adds" in result.stdout
+    assert sorted(path.name for path in work.glob("*.nbest")) == [f"baseline-run{run}.{part}.nbest" for run in (1, 2)
+                                                                  for part in ("dev", "test")]
+    assert sum("-n-best-list" in call for call in calls(tmp_path)) == 4  # the baseline's dev and test lists
+    assert not list(work.glob("*.rescored*")) and not list(work.glob("system-run*.retuned*"))
+    plan = json.loads((work / "plan.json").read_text())
+    assert plan["baseline_control"] is True and "baseline_rescoring" not in plan
+    plain = RouteOptions.from_options(**{name: value for name, value in zip(
+        ("dev_src", "dev_ref", "ini", "test_src", "test_ref", "work_dir"), (args[1], args[2], args[3], "t", "t", "w"))})
+    assert "baseline_control" not in plain.plan.record()  # a tuning started before it continues
+    dry = CliRunner().invoke(main, args + ["--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert dry.stdout.count("# then the control alone: mosesrnn mert --init") == 2
     del args[args.index("--baseline"):args.index("--baseline") + 2]
     no_baseline = CliRunner().invoke(main, args)
     assert no_baseline.exit_code == 2 and "--rescore-baseline needs --baseline" in no_baseline.output

@@ -12,7 +12,8 @@ columns, then the others), the stages are:
    decodes the dev set's n-best list with the tuned ini; ``features`` adds the features to both lists
    (:func:`mosesrnn.score_nbest`); ``mert n-best`` tunes every weight on the dev list with mosesrnn's
    MERT, starting from the tuned ini's weights; ``rerank`` picks the test translations
-   (``SYSTEM-runK.rescored.test.hyp``).
+   (``SYSTEM-runK.rescored.test.hyp``); the control re-tunes and reranks the same lists without the features
+   (``SYSTEM-runK.retuned.test.hyp``). With ``baseline_control``, the baseline's lists get the control alone.
 
 In three modules: :mod:`.plan` (what the tuning is of, ``plan.json``, where each run keeps its files,
 what stops it from starting), :mod:`.stages` (running them, or a dry run's commands), :mod:`.report`

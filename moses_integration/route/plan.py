@@ -43,7 +43,9 @@ _ADDED_LATER = ("bilm", "normalizer")
 @dataclass(frozen=True)
 class RoutePlan:
     """What to tune and how (see :mod:`moses_integration.route`). ``rescoring`` None: no rescoring stage for the system;
-    ``baseline_rescoring`` None: none for the baseline."""
+    ``baseline_rescoring`` None: none for the baseline. ``baseline_control``: the baseline's n-best lists are
+    re-tuned without any new feature (its control, ``baseline-retuned``) even when they are not rescored, which
+    measures what a second tuning pass alone adds to the baseline (a rescored baseline always has its control)."""
 
     dev_src: str
     dev_ref: str
@@ -59,17 +61,18 @@ class RoutePlan:
     tokenize: str = "none"
     others: tuple[tuple[str, str], ...] = ()
     baseline_rescoring: FeatureOptions | None = None
+    baseline_control: bool = False
 
     def __post_init__(self):
-        if self.baseline_rescoring and not self.baseline:
-            raise ValueError("rescoring the baseline needs a baseline")
+        if (self.baseline_rescoring or self.baseline_control) and not self.baseline:
+            raise ValueError("rescoring the baseline, or re-tuning its n-best lists, needs a baseline")
         names = [name for name, _ in self.others]
-        taken = {BASELINE, SYSTEM, *RESCORED_STAGES}
+        taken = {BASELINE, SYSTEM, *RESCORED_STAGES, *CONTROL_STAGES}
         bad = [name for name in names if name in taken or not name.replace("-", "").replace(".", "").replace(
             "+", "").replace("_", "").isalnum()]
         if bad or len(set(names)) < len(names):
-            raise ValueError(f"other systems need distinct names of letters, digits and - . + _ (not baseline, system "
-                             f"or rescored): {', '.join(bad) or 'a name given twice'}")
+            raise ValueError(f"other systems need distinct names of letters, digits and - . + _ (not baseline, system, "
+                             f"rescored or a control's): {', '.join(bad) or 'a name given twice'}")
 
     def systems(self) -> list[tuple[str, str]]:
         """``(name, moses.ini)`` of each system tuned: the baseline first, the system, then the others."""
@@ -78,6 +81,11 @@ class RoutePlan:
     def rescoring_of(self, system: str) -> FeatureOptions | None:
         """The features ``system``'s n-best lists are rescored with, or None."""
         return {SYSTEM: self.rescoring, BASELINE: self.baseline_rescoring}.get(system)
+
+    def retunes(self, system: str) -> bool:
+        """Whether ``system``'s n-best lists are decoded and re-tuned by mosesrnn's MERT: its control, beside its
+        rescored stage or (the baseline with ``baseline_control``) alone."""
+        return self.rescoring_of(system) is not None or (system == BASELINE and self.baseline_control)
 
     def word_alignments(self, system: str) -> bool:
         """Whether ``system``'s n-best lists must hold each hypothesis' word alignment (a feature reads it)."""
@@ -94,6 +102,8 @@ class RoutePlan:
                   "others": {name: _file_record(ini) for name, ini in self.others}}
         if self.baseline_rescoring:  # absent otherwise, so that the tunings before it continue
             record["baseline_rescoring"] = _rescoring_record(self.baseline_rescoring)
+        if self.baseline_control:  # the same
+            record["baseline_control"] = True
         return record
 
 
@@ -113,7 +123,9 @@ class RouteOptions:
         :class:`MertSettings` (``threads``, ``nbest``...) into its ``mert``, and the rescoring options (those of
         :class:`FeatureOptions`: ``features``, ``model``, ``lm``, ``device``, ``threads``...) into ``rescoring``
         (None when neither a feature nor a model file is named) and, with ``baseline_features`` for ``features``, into
-        ``baseline_rescoring``. Raises TypeError for a name that none of them takes."""
+        ``baseline_rescoring``; ``baseline_features`` empty (``--rescore-baseline`` with no feature) sets
+        ``baseline_control`` instead: the baseline's control alone. Raises TypeError for a name that none of them
+        takes."""
         own = {f.name for f in fields(RoutePlan)} - {"mert", "rescoring", "baseline_rescoring"}
         places = {f.name for f in fields(cls)} - {"plan"}
         unknown = set(options) - own - places - _MERT_FIELDS - _FEATURE_FIELDS - {"baseline_features"}
@@ -124,7 +136,10 @@ class RouteOptions:
         rescoring = None
         if features is not None or any(models.get(spec.needs) for spec in FEATURES.values() if spec.needs):
             rescoring = FeatureOptions(features=features, **models)
-        plan = RoutePlan(**{name: options[name] for name in own if name in options},
+        plain = {name: options[name] for name in own if name in options}
+        if baseline_features is not None and not baseline_features:
+            plain["baseline_control"] = True
+        plan = RoutePlan(**plain,
                          mert=MertSettings(**{name: options[name] for name in _MERT_FIELDS if name in options}),
                          rescoring=rescoring,
                          baseline_rescoring=FeatureOptions(features=baseline_features, **models)

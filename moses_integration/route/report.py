@@ -29,12 +29,14 @@ def build_report(plan: RoutePlan) -> RouteReport:
     shares, MERT's iterations, the decoding speed; and what made them (signatures)."""
     references = read_lines(plan.test_ref)
     stages, signature = [], ""
-    names = []  # (stage, its control): each system, then its control and its rescored stage
+    names = []  # (stage, its control): each system, then its control and (when rescored) its rescored stage
     for name, _ in plan.systems():
         names.append((name, None))
         for stage, system in RESCORED_STAGES.items():
-            if system == name and plan.rescoring_of(system):
-                names += [(CONTROLS[stage], None), (stage, CONTROLS[stage])]
+            if system == name and plan.retunes(system):
+                names.append((CONTROLS[stage], None))
+                if plan.rescoring_of(system):
+                    names.append((stage, CONTROLS[stage]))
     for name, control in names:
         rescored, retuned = name in RESCORED_STAGES, name in CONTROL_STAGES
         system = RESCORED_STAGES.get(name) or CONTROL_STAGES.get(name) or name

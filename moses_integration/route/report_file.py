@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 
 from mosesrnn.io.compressed import atomic_output, read_bytes
 
+from .plan import CONTROL_STAGES
+
 __all__ = ["REPORT_JSON", "REPORT_MD", "StageResult", "RouteReport", "write_report", "read_report", "markdown"]
 
 FORMAT, VERSION = "mosesrnn-tuning-report", 1
@@ -145,4 +147,8 @@ def markdown(report: RouteReport, reference: str = "baseline") -> str:
         note += (" A rescored stage's control is the same n-best lists re-tuned by the same MERT (seed, starting "
                  "weights) without the new features: Δ vs its control is what the features add; Δ vs "
                  f"{reference} is what the whole route adds, the second tuning pass included.")
+    alone = [stage.name for stage in report.stages if CONTROL_STAGES.get(stage.name) == reference]
+    if alone:
+        note += (f" {', '.join(alone)}: {reference}'s n-best lists re-tuned by the same MERT without any new "
+                 f"feature, so its Δ vs {reference} is what a second tuning pass alone adds.")
     return "\n".join(rows) + "\n" + note + "\n"

@@ -56,45 +56,46 @@ def _run_system(plan: RoutePlan, tools: MosesTools, system: str, ini: str, run: 
                 log: Callable[[str], None]) -> None:
     files = stage_files(plan, system, run)
     where = f"{system} run {run}/{plan.runs}"
-    rescoring = plan.rescoring_of(system)
-    rescore, aligned = rescoring is not None, plan.word_alignments(system)
+    retune, aligned = plan.retunes(system), plan.word_alignments(system)
     if not os.path.isfile(files.tuned_ini):
         with _iterations_watch(files.mert_dir, lambda k: log(f"{where}: mert-moses.pl, iteration {k}")):
             run_mert(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir,
                      lambda message: log(f"{where}: {message}"))
-    if not os.path.isfile(files.test_hyp) or (rescore and not os.path.isfile(files.test_nbest)):
-        log(f"{where}: decoding the test set" + (f" ({plan.nbest_size}-best lists)" if rescore else ""))
+    if not os.path.isfile(files.test_hyp) or (retune and not os.path.isfile(files.test_nbest)):
+        log(f"{where}: decoding the test set" + (f" ({plan.nbest_size}-best lists)" if retune else ""))
         decode(tools, files.tuned_ini, plan.mert.threads, plan.test_src, files.test_hyp,
-               files.test_nbest if rescore else None, plan.nbest_size, aligned)
-    if not rescore:
+               files.test_nbest if retune else None, plan.nbest_size, aligned)
+    if not retune:
         return
     if not os.path.isfile(files.dev_nbest):
         log(f"{where}: decoding the dev set's {plan.nbest_size}-best lists")
         decode(tools, files.tuned_ini, plan.mert.threads, plan.dev_src, files.dev_hyp, files.dev_nbest,
                plan.nbest_size, aligned)
-    rescore_run(plan, rescoring, files, run, lambda message: log(f"{where}: {message}"))
+    rescore_run(plan, plan.rescoring_of(system), files, run, lambda message: log(f"{where}: {message}"))
 
 
-def rescore_run(plan: RoutePlan, rescoring: FeatureOptions, files: StageFiles, run: int,
+def rescore_run(plan: RoutePlan, rescoring: FeatureOptions | None, files: StageFiles, run: int,
                 log: Callable[[str], None]) -> None:
     """The rescoring stages of one run on its dev and test n-best lists (``files.dev_nbest``,
     ``files.test_nbest``): add the features of ``rescoring``, tune with mosesrnn's MERT from
     ``files.tuned_ini`` (seed ``run``), rerank the test list; and the control: the same lists, without the
-    features, through the same MERT (seed, starting weights) and reranking. Each stage is skipped when its
-    file exists."""
+    features, through the same MERT (seed, starting weights) and reranking. ``rescoring`` None: the control
+    alone. Each stage is skipped when its file exists."""
     from mosesrnn.api import score_nbest
     from mosesrnn.tuning.mert import MertOptions
     from mosesrnn.tuning.nbest_mert import mert_nbest_files
     from mosesrnn.tuning.rerank import rerank
     from mosesrnn.tuning.vectors import named_weights
-    for listing, source, rescored in ((files.dev_nbest, plan.dev_src, files.dev_rescored),
-                                      (files.test_nbest, plan.test_src, files.test_rescored)):
-        if not os.path.isfile(rescored):
-            log(f"adding {','.join(rescoring.names())} to {listing}")
-            summary = score_nbest(listing, source, rescored, rescoring)
-            _remember_features(files, summary.features, summary.labels)
-    for dev, test, weights, output in ((files.dev_rescored, files.test_rescored, files.weights, files.rescored_hyp),
-                                       (files.dev_nbest, files.test_nbest, files.retuned_weights, files.retuned_hyp)):
+    tunings = [(files.dev_nbest, files.test_nbest, files.retuned_weights, files.retuned_hyp)]  # the control
+    if rescoring is not None:
+        for listing, source, rescored in ((files.dev_nbest, plan.dev_src, files.dev_rescored),
+                                          (files.test_nbest, plan.test_src, files.test_rescored)):
+            if not os.path.isfile(rescored):
+                log(f"adding {','.join(rescoring.names())} to {listing}")
+                summary = score_nbest(listing, source, rescored, rescoring)
+                _remember_features(files, summary.features, summary.labels)
+        tunings.insert(0, (files.dev_rescored, files.test_rescored, files.weights, files.rescored_hyp))
+    for dev, test, weights, output in tunings:
         if not os.path.isfile(weights):
             log(f"mosesrnn mert on {dev}, from the weights of {files.tuned_ini}")
             result = mert_nbest_files([dev], [plan.dev_ref], files.tuned_ini, plan.tokenize, MertOptions(seed=run))
@@ -143,21 +144,25 @@ def dry_run_commands(plan: RoutePlan, tools: MosesTools, problems: list[str]) ->
     lines += [format_command(show_weights_command(tools, ini)) for _, ini in plan.systems()]
     for system, ini in plan.systems():
         rescoring = plan.rescoring_of(system)
-        rescore, aligned = rescoring is not None, plan.word_alignments(system)
+        retune, aligned = plan.retunes(system), plan.word_alignments(system)
         for run in range(1, plan.runs + 1):
             files = stage_files(plan, system, run)
             mert = mert_command(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir)
             lines.append(f"{format_command(mert)} > {files.mert_dir}.log 2>&1")
             lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.test_src,
-                                                       files.test_nbest if rescore else None, plan.nbest_size,
+                                                       files.test_nbest if retune else None, plan.nbest_size,
                                                        aligned), files.test_hyp))
-            if rescore:
+            if retune:
                 lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.dev_src,
                                                            files.dev_nbest, plan.nbest_size, aligned), files.dev_hyp))
+            if rescoring is not None:
                 lines.append(f"# then: mosesrnn nbest ({','.join(rescoring.names())}) on both lists, mosesrnn "
                              f"mert --init {files.tuned_ini} --seed {run}, mosesrnn rerank -> {files.rescored_hyp}")
                 lines.append(f"# and the control: the same mert and rerank on the lists without the features -> "
                              f"{files.retuned_hyp}")
+            elif retune:
+                lines.append(f"# then the control alone: mosesrnn mert --init {files.tuned_ini} --seed {run} on the "
+                             f"dev list, mosesrnn rerank -> {files.retuned_hyp}")
     lines.append(f"# then: the report (sacreBLEU tokenize={plan.tokenize}, paired approximate randomisation) in "
                  f"{plan.work_dir}/report.md and report.json")
     return "\n".join(lines)

@@ -203,6 +203,11 @@ def binarize(table, fmt, output, threads, rankscore, add_empty_alignment, moses_
                    err=True)
 
 
+def _baseline_features(ctx, param, value):
+    """``--rescore-baseline`` alone: ``()``, the baseline's control without features; else the names, checked."""
+    return () if value == "" else check_feature_names(ctx, param, value)
+
+
 @click.command("tune", cls=MosesCommand)
 @click.argument("dev_src", type=INPUT)
 @click.argument("dev_ref", type=INPUT)
@@ -225,9 +230,12 @@ def binarize(table, fmt, output, threads, rankscore, add_empty_alignment, moses_
                    "unk, cslm, bilm, rnn, rnn-rev), then tune all weights on the dev lists with mosesrnn's MERT and "
                    "rerank the test lists; the same lists re-tuned without them are the control [default with --lm, "
                    "--bilm, -m or --reverse-model: the features of the models given].")
-@click.option("--rescore-baseline", "baseline_features", callback=check_feature_names, metavar="FEATURES",
+@click.option("--rescore-baseline", "baseline_features", is_flag=False, flag_value="", callback=_baseline_features,
+              metavar="[FEATURES]",
               help="Rescore the baseline's n-best lists too, with these features (the same models), e.g. cslm: "
-                   "Table 1's +CSLM row, reported as baseline-rescored.")
+                   "Table 1's +CSLM row, reported as baseline-rescored, beside its control baseline-retuned. With no "
+                   "feature (the flag alone, not right before DEV_SRC), only the control: the baseline's dev and "
+                   "test lists re-tuned by mosesrnn's MERT, which measures what a second tuning pass alone adds.")
 @click.option("--lm", type=CSLM_MODEL, help="A CSLM file (`mosesrnn lm train`) for the cslm rescoring feature.")
 @click.option("--bilm", type=JOINT_MODEL,
               help="A joint model file (`mosesrnn bilm train`) for the bilm rescoring feature; the n-best lists are "
@@ -268,8 +276,9 @@ def tune(dry_run, quiet, **options):
     For each of --runs runs: mert-moses.pl tunes the baseline (if given) and the system; each tuned ini
     decodes the test set; with rescoring features, the system's dev and test n-best lists get them
     (`mosesrnn nbest`), mosesrnn's MERT tunes every weight on the dev lists from the tuned weights, and
-    the test lists are reranked (the baseline's too, with --rescore-baseline); the control of each rescored
-    row re-tunes the same lists with the same MERT without the features. The report (stdout,
+    the test lists are reranked (the baseline's too, with --rescore-baseline FEATURES); the control of each
+    rescored row re-tunes the same lists with the same MERT without the features (--rescore-baseline alone:
+    the baseline's control only, what a second tuning pass adds). The report (stdout,
     WORK_DIR/report.md and report.json; `mosesrnn mert-report WORK_DIR` shows it again) gives per stage:
     test BLEU per run, mean ± std, the difference to the baseline (and a rescored row's to its control),
     sacreBLEU's paired approximate
@@ -284,7 +293,7 @@ def tune(dry_run, quiet, **options):
           --rescore unk,cslm -m $PWD/rnn/best.pt --lm $PWD/lm/best.pt --runs 3 --work-dir tune/
     """
     setup_logging(quiet)
-    if options["baseline_features"] and not options["baseline"]:
+    if options["baseline_features"] is not None and not options["baseline"]:
         raise click.UsageError("--rescore-baseline needs --baseline")
     if options["vocab"] and options["features"] is None and not any(
             options[name] for name in ("model", "reverse_model", "lm", "bilm")):
