@@ -1,5 +1,9 @@
-"""MERT: BLEU statistics against sacrebleu, envelope case tables, exact line search, seeds, the commands."""
+"""MERT: BLEU statistics against sacrebleu, envelope case tables, exact line search, seeds, the commands, and
+Moses' own mert on its regression data."""
+import os
 import re
+import shutil
+import subprocess
 from functools import partial
 from pathlib import Path
 
@@ -144,6 +148,71 @@ def test_mert_on_moses_own_statistics():
     metric = NO_SMOOTHING  # Moses' corpus BLEU has no smoothing
     result = mert(problem, metric, initial, MertOptions(restarts=2, seed=1, bounds=(low, high)))
     assert result.score > result.initial_score
+
+
+#: How Moses' regression test mert.basic runs Moses' own mert on those files (its ``command``): 20 random restarts
+#: between INIT's bounds, seed 1000.
+MOSES_MERT_BASIC = ["--scfile", "mert.basic.SCORESTAT.txt", "--ffile", "mert.basic.FEATSTAT.txt", "--ifile",
+                    "mert.basic.INIT", "-d", "14", "-n", "20", "-r", "1000"]
+
+
+def moses_best_point(text: str) -> tuple[np.ndarray, float]:
+    """Moses mert's ``Best point: w1 ... w14  => 0.304339`` line: the weights and BLEU (0..1)."""
+    found = re.search(r"Best point: ([^=]+)=> ([0-9.]+)", text)
+    assert found, f"no 'Best point' line in Moses mert's output: {text[-500:]!r}"
+    return np.array(found.group(1).split(), dtype=np.float64), float(found.group(2))
+
+
+@pytest.fixture(scope="module")
+def mert_basic():
+    """Our MERT on mert.basic as Moses' regression test runs Moses' own: from INIT, 20 random restarts between its
+    bounds, BLEU without smoothing (Moses' corpus BLEU); the problem and the result of seeds 1, 2 and 3."""
+    problem = read_moses_stats(str(DATA / "mert.basic.FEATSTAT.txt"), str(DATA / "mert.basic.SCORESTAT.txt"))
+    initial, low, high = read_moses_init(str(DATA / "mert.basic.INIT"))
+    return problem, {seed: mert(problem, NO_SMOOTHING, initial, MertOptions(restarts=20, seed=seed, bounds=(low, high)))
+                     for seed in (1, 2, 3)}
+
+
+def test_mert_reaches_the_bleu_of_moses_regression_truth(mert_basic):
+    """Moses' mert.basic truth (what Moses' own mert prints on these files, shipped in tests/data): our MERT reaches
+    its BLEU for every seed, and our BLEU of Moses' best point is the BLEU Moses prints for it."""
+    problem, results = mert_basic
+    weights, moses_bleu = moses_best_point((DATA / "mert.basic.truth.txt").read_text())
+    assert moses_bleu == 0.304339
+    for seed, result in results.items():
+        assert result.initial_score == pytest.approx(20.399, abs=1e-3)
+        assert result.score >= 100 * moses_bleu - 1e-3, (seed, result.score)
+    assert evaluate(problem, NO_SMOOTHING, weights) == pytest.approx(100 * moses_bleu, abs=5e-5)  # 6 digits printed
+
+
+def _moses_mert() -> str:
+    """Moses' own mert program (``$MOSES_BIN``, ``~/moses/mosesdecoder/bin``, PATH), or a skip saying why."""
+    for folder in (os.environ.get("MOSES_BIN"), os.path.expanduser("~/moses/mosesdecoder/bin")):
+        if folder and os.access(os.path.join(folder, "mert"), os.X_OK):
+            return os.path.join(folder, "mert")
+    found = shutil.which("mert")
+    if found is None:
+        pytest.skip("Moses' mert is absent ($MOSES_BIN, ~/moses/mosesdecoder/bin, PATH): build Moses with its mert "
+                    "tools to compare with it (test_mert_reaches_the_bleu_of_moses_regression_truth compares with "
+                    "the figure it printed in Moses' regression test)")
+    return found
+
+
+def test_mert_against_moses_own_mert(tmp_path, mert_basic):
+    """Moses' own mert run here on the same FEATSTAT, SCORESTAT and INIT as its regression test runs it: it prints the
+    regression truth, and our MERT's BLEU is no lower (seeds 1, 2, 3)."""
+    program = _moses_mert()
+    for name in ("mert.basic.SCORESTAT.txt", "mert.basic.FEATSTAT.txt", "mert.basic.INIT"):
+        shutil.copy(DATA / name, tmp_path / name)  # mert writes its weights.txt into the folder it runs in
+    done = subprocess.run([program, *MOSES_MERT_BASIC], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    weights, moses_bleu = moses_best_point(done.stdout + done.stderr)
+    truth_weights, truth_bleu = moses_best_point((DATA / "mert.basic.truth.txt").read_text())
+    assert moses_bleu == truth_bleu and np.allclose(weights, truth_weights, rtol=1e-5)
+    problem, results = mert_basic
+    for seed, result in results.items():
+        assert result.score >= 100 * moses_bleu - 1e-3, (seed, result.score, moses_bleu)
+    assert evaluate(problem, NO_SMOOTHING, weights) == pytest.approx(100 * moses_bleu, abs=5e-5)
 
 
 # --- n-best files, weights, rerank --------------------------------------------------------------------------
