@@ -1,6 +1,6 @@
 """The Python API on the bundled example data: score pairs, translate, score a table.
 
-    python examples/api_example.py demo-output/model/best.pt     # after `make demo`
+    python examples/api_example.py examples/model/tatoeba-small.pt     # the shipped model
 
 Every call is the library behind the commands: ``log_prob`` gives the values of `mosesrnn score`'s
 rnn column, ``score_table`` is `mosesrnn score` itself (same files, same care).
@@ -40,4 +40,4 @@ def main(model_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "demo-output/model/best.pt")
+    main(sys.argv[1] if len(sys.argv) > 1 else str(EXAMPLES / "model" / "tatoeba-small.pt"))

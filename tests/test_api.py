@@ -73,8 +73,22 @@ def test_one_string_for_a_list_of_texts_is_refused(model_path):
     assert len(model.log_prob(["the house"], ["la maison"])) == 1
 
 
-def test_the_example_runs(model_path):
-    result = subprocess.run([sys.executable, str(EXAMPLES / "api_example.py"), model_path],
-                            capture_output=True, text=True, timeout=300)
+def test_the_example_runs_and_its_shipped_model_translates(tmp_path):
+    """The example with its default, the model shipped in examples/model/: the newcomer's first translations
+    are French a reader recognises, and its scores are far from the unigram model's."""
+    result = subprocess.run([sys.executable, str(EXAMPLES / "api_example.py")], capture_output=True, text=True,
+                            timeout=300, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "log p(" in result.stdout and "  ->  " in result.stdout and "scored 6229 lines" in result.stdout
+    assert "log p(" in result.stdout and "scored 6229 lines" in result.stdout
+    assert "i &apos;m late .  ->  je suis en retard ." in result.stdout
+    assert "i promise .  ->  je promets ." in result.stdout
+
+
+def test_the_shipped_model_knows_the_test_set():
+    """Per-token perplexity of the bundled test set's gold targets: far below the unigram model's."""
+    model = mosesrnn.load(str(EXAMPLES / "model" / "tatoeba-small.pt"), device="cpu")
+    lines = [(EXAMPLES / name).read_text(encoding="utf-8").splitlines()[:50] for name in ("test.tok.en",
+                                                                                         "test.tok.fr")]
+    log_p = model.log_prob(*lines)
+    tokens = sum(len(target.split()) + 1 for target in lines[1])
+    assert math.exp(-sum(log_p) / tokens) < model.info["unigram_ppl"] / 20

@@ -65,3 +65,20 @@ def test_version_1_file_loads_and_scores_exactly_as_it_did(tmp_path):
     # Byte-identical on the AVX2 CPU that wrote the golden file; other kernels round the 9th digit.
     assert_equal_up_to_rnn_rounding(output.read_text(encoding="utf-8"),
                                     gzip.decompress((V1 / "table400.rnn-unk.gz").read_bytes()).decode("utf-8"))
+
+
+def test_weights_stored_in_half_precision_are_computed_in_fp32(tmp_path):
+    """A halved file (``halve_weights``, as examples/model/ ships) stores fp16 weights and scores within fp16's
+    rounding of the original: the loaded network is fp32, as every other model's."""
+    import mosesrnn
+    from mosesrnn.io.model_store import halve_weights
+    full = save_tiny_model(str(tmp_path / "full.pt"))
+    halved = str(tmp_path / "halved.pt")
+    halve_weights(full, halved)
+    assert {tensor.dtype for tensor in torch.load(halved, weights_only=True)["state_dict"].values()} == {torch.float16}
+    trained = load_trained_model(halved)
+    assert {p.dtype for p in trained.model.parameters()} == {torch.float32}
+    sources, targets = ["i promise .", "i &apos;ll wait ."], ["je promets .", "je vais attendre ."]
+    exact = mosesrnn.load(full, device="cpu").log_prob(sources, targets)
+    rounded = mosesrnn.load(halved, device="cpu").log_prob(sources, targets)
+    assert rounded == pytest.approx(exact, abs=0.02) and rounded != exact

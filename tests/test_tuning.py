@@ -312,3 +312,19 @@ def test_bad_input_is_a_clean_error(tmp_path):
     assert result.exit_code == 1
     assert f"Error: {bad}:1: feature score 'x' is not a number" in result.output
     assert not (tmp_path / "w").exists()
+
+
+def test_significance_says_the_direction_and_no_gain_for_no_difference():
+    """Identical outputs are no evidence: p = 1 and no agreeing pair (sacreBLEU alone gives its smallest p);
+    a system worse in every run agrees with a negative Δ; a run pair counts only in Δ's direction."""
+    from mosesrnn.tuning.significance import compare_runs, paired_p_value
+    references = (Path(__file__).parent.parent / "examples" / "test.tok.fr").read_text(encoding="utf-8").splitlines()
+    good = list(references)
+    bad = [" ".join(line.split()[:2]) for line in references]  # every sentence cut to its first two words
+    assert paired_p_value(good, good, references, "none", samples=200) == (0.0, 1.0)
+    same = compare_runs([good, good], [100.0, 100.0], [good, good], [100.0, 100.0], references, "none")
+    assert (same.delta, same.p_value, same.pairs_agreeing) == (0.0, 1.0, 0)
+    worse = compare_runs([bad, bad], [10.0, 10.0], [good, good], [100.0, 100.0], references, "none")
+    assert worse.delta < 0 and worse.p_value < 0.05 and worse.pairs_agreeing == 4
+    better = compare_runs([good, good], [100.0, 100.0], [bad, bad], [10.0, 10.0], references, "none")
+    assert better.delta > 0 and better.pairs_agreeing == 4

@@ -28,9 +28,9 @@ LM_PLAIN_RECIPE = dict(batch_size=128, learning_rate=1e-3, warmup=0, lr_decay="n
                        estimator="softmax", noise_samples=100, output_bias="uniform")
 LM_RECIPES = {
     "paper": dict(LM_PLAIN_RECIPE),
-    # NCE (k = 500 unigram noise words shared by a minibatch of 512): 5.7x the n-grams/s of the full softmax on
-    # one CPU core, at least as good per n-gram, and self-normalised by itself; dropout 0.3 for the many
-    # epochs that buys; Adam 2e-3, 100 updates of warm-up, a linear decay to 0 at the end of --max-time.
+    # NCE (k = 500 unigram noise words shared by a minibatch of 512): 5.8x the n-grams/s of the full softmax on
+    # one CPU core (docs/performance.md), at least as good per n-gram, and self-normalised by itself; dropout 0.3
+    # for the many epochs that buys; Adam 2e-3, 100 updates of warm-up, a linear decay to 0 at the end of --max-time.
     "moses": dict(batch_size=512, learning_rate=2e-3, warmup=100, lr_decay="linear", dropout=0.3,
                   estimator="nce", noise_samples=500, output_bias="unigram"),
     "small": dict(LM_PLAIN_RECIPE),

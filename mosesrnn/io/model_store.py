@@ -27,8 +27,12 @@ from .compressed import open_raw, read_head
 from .roles import ENCODER_DECODER, MODEL_KINDS
 from .signals import signals_deferred
 
-__all__ = ["ModelFileError", "StateFileError", "save_file", "read_model_file", "load_weights", "read_state_file",
-           "model_kind", "file_digest"]
+__all__ = ["ModelFileError", "StateFileError", "save_file", "read_model_file", "load_weights", "halve_weights",
+           "read_state_file", "model_kind", "file_digest"]
+
+
+#: Storage dtypes of weights that are widened to fp32 when a model is loaded.
+_HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
 class ModelFileError(ValueError):
@@ -105,15 +109,30 @@ def read_model_file(path: str, kind: str, version: int,
 
 def load_weights(path: str, contents: dict, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
     """The network ``build()`` makes, holding the weights of a model file's ``contents`` (eval mode);
-    raises ModelFileError if they do not fit it."""
+    raises ModelFileError if they do not fit it. Weights stored in half precision (a shipped file half the
+    size, :func:`halve_weights`) are computed in fp32, as every other model's."""
     with torch.device("meta"):  # skip the random initialisation; the weights are loaded below
         model = build()
+    state = {name: tensor.float() if tensor.dtype in _HALF_DTYPES else tensor
+             for name, tensor in contents["state_dict"].items()}
     try:
-        model.load_state_dict(contents["state_dict"], assign=True)
+        model.load_state_dict(state, assign=True)
     except (RuntimeError, TypeError, AttributeError) as error:
         raise ModelFileError(f"{path}: its weights do not fit its configuration ({str(error).splitlines()[0]})") \
             from None
     return model.eval()
+
+
+def halve_weights(source: str, output: str) -> None:
+    """Write the model file ``source`` again as ``output`` with its floating-point weights in fp16: half the
+    bytes, for a model that travels with the code (``examples/model/``); everything else is kept as it is.
+    fp16 keeps 11 significant bits, enough for scores (the file's README measures how close)."""
+    contents = _load(source, "cpu", lambda reason: ModelFileError(f"{source} is not a model file: {reason}"))
+    if not isinstance(contents, dict) or "state_dict" not in contents:
+        raise ModelFileError(f"{source} is not a mosesrnn model file: it has no weights")
+    state = {name: tensor.half() if tensor.dtype == torch.float32 else tensor
+             for name, tensor in contents["state_dict"].items()}
+    save_file(output, {**contents, "state_dict": state})
 
 
 def read_state_file(path: str, version: int) -> dict:

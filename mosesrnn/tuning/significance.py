@@ -25,7 +25,8 @@ ALPHA = 0.05
 @dataclass(frozen=True)
 class Comparison:
     """A system's runs against a baseline's: the difference of the means, the median runs' p-value, and the
-    run pairs that differ in the same direction as the means at p < :data:`ALPHA`."""
+    run pairs that differ in the same direction as the means at p < :data:`ALPHA` (none when the means are
+    equal)."""
 
     delta: float
     p_value: float
@@ -45,13 +46,20 @@ def median_run(scores: Sequence[float]) -> int:
 
 def paired_p_value(system: Sequence[str], baseline: Sequence[str], references: Sequence[str], tokenize: str,
                    samples: int = 10000) -> tuple[float, float]:
-    """(BLEU difference system - baseline, p-value) of sacreBLEU's paired approximate randomisation."""
+    """(BLEU difference system - baseline, p-value) of sacreBLEU's paired approximate randomisation; p = 1 for
+    no difference.
+
+    sacreBLEU (after MultEval) counts the shuffles whose difference is strictly above the observed one, so two
+    identical outputs get its smallest p-value (1 / (samples + 1)): read as "significant", a difference of zero
+    would claim a gain that is not there.
+    """
     metric = BLEU(tokenize=tokenize, force=tokenize == "none")
     test = PairedTest([("baseline", list(baseline)), ("system", list(system))], {"BLEU": metric},
                       [list(references)], "ar", samples)
     _, scores = test()
     base, other = scores["BLEU"]
-    return other.score - base.score, other.p_value
+    difference = other.score - base.score
+    return difference, (other.p_value if difference else 1.0)
 
 
 def compare_runs(system: Sequence[Sequence[str]], system_bleu: Sequence[float], baseline: Sequence[Sequence[str]],
@@ -64,5 +72,5 @@ def compare_runs(system: Sequence[Sequence[str]], system_bleu: Sequence[float], 
     for ours in system:
         for theirs in baseline:
             difference, p = paired_p_value(ours, theirs, references, tokenize, samples=1000)
-            agreeing += p < ALPHA and (difference > 0) == (delta > 0)
+            agreeing += p < ALPHA and difference * delta > 0  # the same direction; no difference agrees with none
     return Comparison(delta, p_value, agreeing, len(system) * len(baseline))
