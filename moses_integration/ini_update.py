@@ -69,6 +69,7 @@ class IniUpdate:
     table_path: str
     text: str
     path_changes: tuple[PathChange, ...] = ()
+    previous_path: str | None = None  # the feature's path before, as the ini wrote it
 
 
 def _select(tables: Sequence[PhraseTable], feature: str | None, path: str) -> PhraseTable:
@@ -198,7 +199,8 @@ def rewrite_ini(text: str, weights: Sequence[float], table: str, feature: str | 
     else:
         _rewrite_current(lines, ini, chosen, weights, table_path, path)
     return IniUpdate(chosen.name, chosen.type, chosen.line.number, chosen.num_features,
-                     chosen.num_features + len(weights), weights, table_path, "".join(lines))
+                     chosen.num_features + len(weights), weights, table_path, "".join(lines),
+                     previous_path=chosen.path)
 
 
 def updated_ini(ini_path: str, table: str, add: int | None = None, features: Sequence[str] | None = None,
@@ -231,6 +233,9 @@ def updated_ini(ini_path: str, table: str, add: int | None = None, features: Seq
     update = rewrite_ini(text, weights, table, feature, binary, ini_path)
     columns = count_scores(table)
     if implicit and columns == update.old_num_features:
+        if _reads_already(ini_path, update.previous_path, table):
+            raise MosesIniError(table, 1, f"{ini_path} reads this table already, with its {columns} score columns: "
+                                f"nothing to add (give the table `mosesrnn score` wrote)")
         # the ini counts the table's columns already (a tuned system pointed at its pruned table): keep its weights
         update = rewrite_ini(text, (), table, feature, binary, ini_path)
     if absolute_to is not None:
@@ -241,6 +246,12 @@ def updated_ini(ini_path: str, table: str, add: int | None = None, features: Seq
                             f"({ini_path}:{update.feature_line}) would have num-features="
                             f"{update.old_num_features}+{len(update.weights)}={update.new_num_features}")
     return update
+
+
+def _reads_already(ini_path: str, previous: str | None, table: str) -> bool:
+    """Whether the ini's table path (relative: to the folder Moses runs in, or the ini's own) is ``table``."""
+    places = [previous, os.path.join(os.path.dirname(ini_path), previous)] if previous else []
+    return any(os.path.isfile(place) and os.path.samefile(place, table) for place in places)
 
 
 @dataclass(frozen=True)

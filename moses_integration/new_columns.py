@@ -18,7 +18,7 @@ import math
 from typing import Sequence
 
 from mosesrnn.features.registry import FEATURES, default_features
-from mosesrnn.formats.sidecar import read_sidecar
+from mosesrnn.formats.sidecar import read_table_sidecar
 
 __all__ = ["DEFAULT_WEIGHTS", "DEFAULT_FEATURES", "scored_columns", "new_column_weights"]
 
@@ -30,7 +30,7 @@ DEFAULT_FEATURES = default_features(with_model=True)
 def scored_columns(table: str) -> tuple[str, ...] | None:
     """The names of the columns ``mosesrnn score`` appended to ``table``, read from the
     ``TABLE.json`` it writes beside it; None when there is no such file."""
-    sidecar = read_sidecar(table)
+    sidecar = read_table_sidecar(table)
     return sidecar.appended_columns if sidecar is not None and sidecar.appended_columns else None
 
 

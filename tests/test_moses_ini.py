@@ -16,6 +16,7 @@ from mosesrnn.formats.sidecar import Sidecar, write_sidecar
 
 DATA = Path(__file__).parent / "data" / "moses"
 INI_DIR = DATA / "moses-ini"
+EXAMPLES = Path(__file__).parent.parent / "examples"
 MINI_INI = DATA / "mini-system-fr-en.moses.ini"
 TATOEBA_INI = DATA / "tatoeba-en-fr.moses.ini"
 MINI_TABLE = DATA / "mini-system.phrase-table.rnn-unk.gz"  # 5 Moses scores + rnn + unk
@@ -376,6 +377,10 @@ def test_column_names_come_from_the_scorers_sidecar(tmp_path):
     assert explicit.weights == (0.1,)
     with pytest.raises(ValueError, match=r"--add 2, but the appended columns are unk \(1\)"):
         update_moses_ini(str(MINI_INI), table, str(tmp_path / "new3.ini"), add=2)
+    with gzip.open(table, "wt", encoding="utf-8") as out:  # the table changed since: its sidecar names nothing
+        out.write("la maison ||| the house ||| 1 1 1 1 1 1\n")
+    with pytest.raises(ValueError, match="the sidecar of another table, or the table changed since"):
+        scored_columns(table)
 
 
 def test_unreadable_sidecar_is_refused(tmp_path):
@@ -433,3 +438,19 @@ def test_cli_help_explains_every_option():
     for option in ("--table", "--add", "--features", "--weights", "--feature", "--binary", "--output"):
         assert option in text
     assert "rnn +0.1, rnn-rev +0.1, unk -0.1" in " ".join(text.split())
+
+
+def test_the_table_the_ini_reads_already_is_refused(tmp_path):
+    """`moses-ini INI --table T` with the very table INI reads (unscored: its columns counted already) would
+    change nothing and exit 0; a user who forgot to give the scored table is told, and no ini is written."""
+    shutil.copy(EXAMPLES / "moses.ini", tmp_path / "moses.ini")
+    shutil.copy(EXAMPLES / "phrase-table.gz", tmp_path / "phrase-table.gz")
+    output = tmp_path / "moses.rnn.ini"
+    result = CliRunner().invoke(moses_ini, [str(tmp_path / "moses.ini"), "--table", str(tmp_path / "phrase-table.gz"),
+                                            "-o", str(output)])
+    assert result.exit_code == 1 and "reads this table already, with its 4 score columns" in result.output
+    assert not output.exists()
+    shutil.copy(EXAMPLES / "phrase-table.gz", tmp_path / "pruned.gz")  # another table, counted already: re-pointed
+    result = CliRunner().invoke(moses_ini, [str(tmp_path / "moses.ini"), "--table", str(tmp_path / "pruned.gz"),
+                                            "-o", str(output)])
+    assert result.exit_code == 0 and "its weights kept" in result.output
