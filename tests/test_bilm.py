@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from conftest import DATA
+from conftest import DATA, built_program
 
 from moses_integration.bilingual_lm import read_joint_export, with_bilingual_lm
 from mosesrnn.bilm.data import (
@@ -217,23 +215,12 @@ def test_sentence_scores_are_the_networks_sums_and_moses_floor(trained):
 # -- real Moses ------------------------------------------------------------------------------------
 
 
-def _moses() -> str:
-    for folder in (os.environ.get("MOSES_BIN"), os.path.expanduser("~/moses/mosesdecoder/bin")):
-        if folder and os.access(os.path.join(folder, "moses"), os.X_OK):
-            return os.path.join(folder, "moses")
-    found = shutil.which("moses")
-    if found is None:
-        pytest.skip("moses not found ($MOSES_BIN, ~/moses/mosesdecoder/bin, PATH): build Moses --with-nplm with "
-                    "build-moses.sh to run this check")
-    return found
-
-
 def test_moses_bilingual_nplm_values_are_our_scores(tmp_path):
     """A real Moses decodes with the exported joint model; each hypothesis' BilingualNPLM0= is our raw score of it,
     computed from the hypothesis' segmentation and word alignment in the n-best list. Random weights (std 0.3)
     over every word of the training slice, so that each input word moves the score."""
     from scoring_helpers import save_tiny_joint_model
-    moses = _moses()
+    moses = built_program("moses")
     model = save_tiny_joint_model(str(tmp_path / "bilm.pt"), order=4, source_window=2, words=5000, std=0.3)
     out = tmp_path / "bilm.nplm"
     assert CliRunner().invoke(main, ["bilm", "export", "-m", model, "-o", str(out)]).exit_code == 0

@@ -10,15 +10,13 @@ import gzip
 import io
 import json
 import math
-import os
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from conftest import DATA
+from conftest import DATA, built_program
 from scoring_helpers import save_tiny_model
 
 from moses_integration.neural_lm import add_neural_lm
@@ -285,20 +283,9 @@ def test_moses_ini_adds_a_neural_lm_feature_and_its_weight():
 # -- the real NPLM and Moses -----------------------------------------------------------------------
 
 
-def _binary(name: str, env: str, default: str) -> str:
-    for folder in (os.environ.get(env), os.path.expanduser(default)):
-        if folder and os.access(os.path.join(folder, name), os.X_OK):
-            return os.path.join(folder, name)
-    found = shutil.which(name)
-    if found is None:
-        pytest.skip(f"{name} not found (${env}, {default}, PATH): build NPLM and Moses --with-nplm with "
-                    f"build-moses.sh to run this check")
-    return found
-
-
 @pytest.mark.parametrize("normalization", [1, 0])
 def test_testneurallm_gives_our_sentence_scores(tmp_path, normalization):
-    binary = _binary("testNeuralLM", "NPLM_BIN", "~/moses/nplm/bin")
+    binary = built_program("testNeuralLM", "NPLM_BIN", "~/moses/nplm/bin")
     trained = tiny_lm(hidden=(16,))
     with open(tmp_path / "lm.nplm", "w", encoding="utf-8") as out:
         write_nplm(out, cslm_network(trained.model, trained.codec.vocabulary.itos))
@@ -314,7 +301,7 @@ def test_testneurallm_gives_our_sentence_scores(tmp_path, normalization):
 
 def test_testneurallm_misreads_two_hidden_layers(tmp_path):
     """Why only one-hidden-layer models are exported: NPLM, loaded as Moses loads it, skips the second layer."""
-    binary = _binary("testNeuralLM", "NPLM_BIN", "~/moses/nplm/bin")
+    binary = built_program("testNeuralLM", "NPLM_BIN", "~/moses/nplm/bin")
     trained = tiny_lm(hidden=(16, 8))
     with open(tmp_path / "two.nplm", "w", encoding="utf-8") as out:
         write_nplm(out, cslm_network(trained.model, trained.codec.vocabulary.itos))
@@ -328,7 +315,7 @@ def test_testneurallm_misreads_two_hidden_layers(tmp_path):
 
 def test_moses_neurallm_values_are_our_scores(tmp_path):
     """A real Moses decodes with the exported model; each hypothesis' NeuralLM0= is our raw sentence score."""
-    moses = _binary("moses", "MOSES_BIN", "~/moses/mosesdecoder/bin")
+    moses = built_program("moses")
     trained = tiny_lm(hidden=(16,), order=5)
     with open(tmp_path / "lm.nplm", "w", encoding="utf-8") as out:
         write_nplm(out, cslm_network(trained.model, trained.codec.vocabulary.itos))

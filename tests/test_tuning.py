@@ -1,6 +1,5 @@
 """MERT: BLEU statistics against sacrebleu, envelope case tables, exact line search, seeds, the commands, and
 Moses' own mert on its regression data."""
-import os
 import re
 import shutil
 import subprocess
@@ -10,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import built_program
 from moses_stats import read_moses_init, read_moses_stats
 from sacrebleu.metrics.bleu import BLEU
 
@@ -185,23 +185,10 @@ def test_mert_reaches_the_bleu_of_moses_regression_truth(mert_basic):
     assert evaluate(problem, NO_SMOOTHING, weights) == pytest.approx(100 * moses_bleu, abs=5e-5)  # 6 digits printed
 
 
-def _moses_mert() -> str:
-    """Moses' own mert program (``$MOSES_BIN``, ``~/moses/mosesdecoder/bin``, PATH), or a skip saying why."""
-    for folder in (os.environ.get("MOSES_BIN"), os.path.expanduser("~/moses/mosesdecoder/bin")):
-        if folder and os.access(os.path.join(folder, "mert"), os.X_OK):
-            return os.path.join(folder, "mert")
-    found = shutil.which("mert")
-    if found is None:
-        pytest.skip("Moses' mert is absent ($MOSES_BIN, ~/moses/mosesdecoder/bin, PATH): build Moses with its mert "
-                    "tools to compare with it (test_mert_reaches_the_bleu_of_moses_regression_truth compares with "
-                    "the figure it printed in Moses' regression test)")
-    return found
-
-
 def test_mert_against_moses_own_mert(tmp_path, mert_basic):
     """Moses' own mert run here on the same FEATSTAT, SCORESTAT and INIT as its regression test runs it: it prints the
     regression truth, and our MERT's BLEU is no lower (seeds 1, 2, 3)."""
-    program = _moses_mert()
+    program = built_program("mert")
     for name in ("mert.basic.SCORESTAT.txt", "mert.basic.FEATSTAT.txt", "mert.basic.INIT"):
         shutil.copy(DATA / name, tmp_path / name)  # mert writes its weights.txt into the folder it runs in
     done = subprocess.run([program, *MOSES_MERT_BASIC], cwd=tmp_path, capture_output=True, text=True, timeout=120)
