@@ -2,8 +2,8 @@
 # README's Table 1 and the pruning ladder on the shared Tatoeba en->fr system, with the commands a user runs,
 # in one tuning (mosesrnn tune: three MERT runs per system, the report with its significance):
 #   baseline       the system as it is; baseline-rescored: its 100-best lists rescored with the CSLM (+CSLM)
-#   system         the rnn and unk columns in the table; rescored: its 100-best lists with the unknown-word
-#                  count and the CSLM
+#   system         the rnn and unk columns in the table; rescored: its 100-best lists with the CSLM (+CSLM+RNN)
+#   and the control of each rescored stage (retuned, baseline-retuned: the same lists re-tuned, no feature)
 #   rnn-topK       the table pruned to each source's K best targets by the RNN (mosesrnn prune)
 #   pef-topK       ... by p(e|f), what a user prunes by today
 #   table-limitK   ... by Moses itself at load time (table-limit=K, its weighted score)
@@ -53,7 +53,7 @@ if [ -n "${DEV_LINES:-}" ]; then
 fi
 mosesrnn tune "$DEV_SRC" "$DEV_REF" system.ini --baseline baseline.ini \
     --test-src "$DATA/test.tok.en" --test-ref "$DATA/test.tok.fr" --runs "$RUNS" --threads "$THREADS" \
-    --rescore unk,cslm --rescore-baseline cslm -m "$RNN" --lm "$LM" --work-dir tune ${ALSO[@]+"${ALSO[@]}"}
+    --rescore cslm --rescore-baseline cslm --lm "$LM" --work-dir tune ${ALSO[@]+"${ALSO[@]}"}
 if [ -n "$SIZES" ]; then
   head -200 "$DATA/test.tok.en" > memory-probe.en
   : > memory.txt

@@ -290,7 +290,7 @@ def tune(dry_run, quiet, **options):
     \b
     Example: the route of README's Table 1
       mosesrnn tune dev.en dev.fr moses.rnn.ini --baseline moses.abs.ini --test-src test.en --test-ref test.fr \\
-          --rescore unk,cslm -m $PWD/rnn/best.pt --lm $PWD/lm/best.pt --runs 3 --work-dir tune/
+          --rescore cslm --rescore-baseline cslm --lm $PWD/lm/best.pt --runs 3 --work-dir tune/
     """
     setup_logging(quiet)
     if options["baseline_features"] is not None and not options["baseline"]:
