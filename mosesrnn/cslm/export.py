@@ -16,7 +16,7 @@ from .model_file import TrainedLM, load_language_model
 
 __all__ = ["SELF_NORMALISED", "nplm_words", "cslm_network", "check_self_normalised", "export_cslm"]
 
-#: How far from 0 the mean log-normaliser on held-out text may be for Moses, which reads raw scores.
+#: How far from 0 the mean log-normaliser on held-out text may be where raw scores stand for log-probabilities.
 SELF_NORMALISED = 0.5
 
 
@@ -38,14 +38,16 @@ def cslm_network(model: CSLM, itos: Sequence[str]) -> NPLMNetwork:
 
 def check_self_normalised(info: dict, path: str) -> None:
     """Raise ValueError unless the model's mean log Z on its validation text (``info["log_z_mean"]``) is
-    within +-:data:`SELF_NORMALISED` of 0: Moses reads the raw scores, so each word would be off by log Z."""
+    within +-:data:`SELF_NORMALISED` of 0: its raw scores stand for log-probabilities (in Moses' NeuralLM and
+    BilingualNPLM, and in ``score --normalizer skip``), so each word would be off by log Z. Every model family's
+    check."""
     mean = info.get("log_z_mean")
     if mean is None:
         raise ValueError(f"{path}: not validated yet, so whether its scores are log-probabilities is unknown: "
                          f"train it until its first validation")
     if abs(mean) > SELF_NORMALISED:
-        raise ValueError(f"{path} is not self-normalised: mean log Z {mean:+.2f} on its validation text (Moses "
-                         f"reads raw scores, so every word would be off by about that much; within "
+        raise ValueError(f"{path} is not self-normalised: mean log Z {mean:+.2f} on its validation text (its raw "
+                         f"scores would stand for log-probabilities, every word off by about that much; within "
                          f"+-{SELF_NORMALISED} is needed): train it with --self-norm 0.1 or more")
 
 
