@@ -5,7 +5,7 @@ import click
 
 from ..bilm.config import EXPORT_FILES, JOINT_PRESETS
 from ..io.roles import output_file
-from .common import LR_DECAY, MIN_LR, NGRAM_RUN, QUIET, WARMUP, Command, layer_sizes, setup_logging
+from .common import LR_DECAY, MIN_LR, NGRAM_RUN, QUIET, WARMUP, Command, end_training, layer_sizes, setup_logging
 from .paths import INPUT, JOINT_MODEL, PathParam, output_folder_writing
 
 __all__ = ["bilm"]
@@ -76,9 +76,7 @@ def train(**options):
     from ..train.driver import config_from_options
     setup_logging(options["quiet"])
     result = train_joint(config_from_options(JointTrainConfig, options, corpus=options["target"]))
-    click.echo(result.summary())
-    if result.stop_reason == "interrupted":
-        raise SystemExit(130)
+    end_training(result.summary(), result.stop_reason)
 
 
 @bilm.command("export", cls=Command)

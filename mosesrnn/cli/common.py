@@ -15,7 +15,7 @@ from ..runtime import DEVICES, DTYPES
 from .paths import PathParam
 
 __all__ = ["ENCODING", "QUIET", "DEVICE", "DTYPE", "THREADS", "setup_logging", "Command", "CommandGroup", "layer_sizes",
-           "declared_paths", "load_model", "parse_duration", "duration"]
+           "declared_paths", "load_model", "parse_duration", "duration", "end_training"]
 
 ENCODING = click.option(
     "--encoding", default="utf-8", show_default=True,
@@ -162,6 +162,14 @@ def load_model(model_path: str, device: str = "auto", threads: int | None = None
         torch.set_num_threads(threads)
     device = resolve_device(device)
     return load_trained_model(model_path, map_location=device), device
+
+
+def end_training(summary: str, stop_reason: str) -> None:
+    """A training command's last word: its one summary line on stdout, and exit status 130 when Ctrl-C or SIGTERM
+    stopped the run (its state saved: the same command continues it)."""
+    click.echo(summary)
+    if stop_reason == "interrupted":
+        raise SystemExit(130)
 
 
 def parse_duration(text: str) -> float:

@@ -8,7 +8,7 @@ import click
 
 from ..cslm.config import LM_PRESETS, MAX_ORDER
 from ..io.roles import output_file
-from .common import LR_DECAY, MIN_LR, NGRAM_RUN, QUIET, WARMUP, Command, layer_sizes, setup_logging
+from .common import LR_DECAY, MIN_LR, NGRAM_RUN, QUIET, WARMUP, Command, end_training, layer_sizes, setup_logging
 from .paths import CSLM_MODEL, INPUT, PathParam, output_folder_writing
 
 __all__ = ["lm"]
@@ -82,9 +82,7 @@ def train(**options):
     from ..train.driver import config_from_options
     setup_logging(options["quiet"])
     result = train_lm(config_from_options(LMTrainConfig, options))
-    click.echo(result.summary())
-    if result.stop_reason == "interrupted":
-        raise SystemExit(130)
+    end_training(result.summary(), result.stop_reason)
 
 
 @lm.command("export", cls=Command)

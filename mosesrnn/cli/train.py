@@ -8,7 +8,19 @@ import click
 
 from ..encdec.architectures import ARCHITECTURES
 from ..encdec.direction import DIRECTIONS, SOURCE_TO_TARGET
-from .common import DEVICE, ENCODING, LR_DECAY, MIN_LR, QUIET, THREADS, WARMUP, Command, duration, setup_logging
+from .common import (
+    DEVICE,
+    ENCODING,
+    LR_DECAY,
+    MIN_LR,
+    QUIET,
+    THREADS,
+    WARMUP,
+    Command,
+    duration,
+    end_training,
+    setup_logging,
+)
 from .paths import INPUT, INPUT_FOLDER, MODEL_FOLDER_FILES, output_folder_writing
 
 
@@ -115,11 +127,10 @@ def train(**options):
                                  max_len=options["max_phrase_len"], model_overrides=overrides)
     result = run_training(config)
     if math.isinf(result.best_valid_ppl):
-        click.echo(f"{result.best_path}: not validated yet ({result.updates} updates, {result.stop_reason}); "
+        summary = (f"{result.best_path}: not validated yet ({result.updates} updates, {result.stop_reason}); "
                    f"the same command continues the run")
     else:
-        click.echo(f"{result.best_path}: validation perplexity {result.best_valid_ppl:.2f} per token "
+        summary = (f"{result.best_path}: validation perplexity {result.best_valid_ppl:.2f} per token "
                    f"(unigram {result.unigram_ppl:.2f}), {result.best_valid_word_ppl:.2f} per word, "
                    f"{result.updates} updates, {result.stop_reason}")
-    if result.stop_reason == "interrupted":
-        raise SystemExit(130)
+    end_training(summary, result.stop_reason)
