@@ -3,7 +3,7 @@
 # shortlists -> train a small RNN Encoder-Decoder -> score the phrase table -> moses.ini ->
 # the Moses commands (binarize, MERT) it would run next. Run it through `make demo`.
 # Training is shown on the slice (a minute: it learns little there); scoring and translating use the
-# model shipped in examples/model/, trained 18 minutes on the whole Tatoeba table (its README says how).
+# model shipped in examples/model/, trained 20 minutes on the whole Tatoeba table (its README says how).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=demo-output
