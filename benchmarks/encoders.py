@@ -15,7 +15,6 @@ loaded from its file). Prints one table row per encoder and the unigram baseline
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
 import time
 
@@ -27,7 +26,7 @@ from mosesrnn.encdec.config import ENCODER_KINDS
 from mosesrnn.encdec.model_file import load_trained_model
 from mosesrnn.encdec.task import TrainConfig
 from mosesrnn.features.rnn import RNNFeature
-from mosesrnn.formats.phrase_table import read_entries
+from mosesrnn.formats.phrase_table import first_entries
 
 DEFAULT_TABLE = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "tatoeba-moses-en-fr",
                              "phrase-table.gz")
@@ -78,7 +77,7 @@ def main():
     print(f"{data.description}: {len(data.train):,} training / {len(data.valid):,} validation pairs, "
           f"read in {time.monotonic() - started:.0f} s; {args.minutes:g} min of training each, "
           f"{args.threads} thread(s)", flush=True)
-    pairs = list(itertools.islice(read_entries(args.table), args.score_lines))
+    pairs = first_entries(args.table, args.score_lines)
 
     rows = []
     for encoder in args.encoders.split(","):

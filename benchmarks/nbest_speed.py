@@ -21,7 +21,7 @@ import torch
 from score_speed import TABLE, trained_model
 
 from mosesrnn.features.rnn import RNNFeature
-from mosesrnn.formats.phrase_table import read_entries
+from mosesrnn.formats.phrase_table import first_entries
 from mosesrnn.pipeline.nbest import score_nbest
 from mosesrnn.pipeline.score import score_table
 
@@ -49,7 +49,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    entries = list(itertools.islice(read_entries(args.table), args.pairs))
+    entries = first_entries(args.table, args.pairs)
     print(f"{os.cpu_count()} CPUs ({torch.backends.cpu.get_cpu_capability()}), torch {torch.__version__}, "
           f"{args.threads} threads")
     with tempfile.TemporaryDirectory() as directory:

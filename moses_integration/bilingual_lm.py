@@ -11,17 +11,19 @@ the model's natural-log scores. The line goes at the end of ``[feature]`` and
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 
-from mosesrnn.formats.nplm import read_nplm_config
-from mosesrnn.io.compressed import open_input
+from mosesrnn.formats.nplm import read_nplm_config, read_nplm_vocabularies
+from mosesrnn.formats.text_file import read_lines
+from mosesrnn.io.declared import declare_input
+from mosesrnn.io.json_file import read_json
 
 from .ini_paths import check_no_space
 from .neural_lm import append_feature
 
-__all__ = ["BILINGUAL_LM_NAME", "BilingualLMLine", "bilingual_lm_feature", "read_joint_export", "with_bilingual_lm"]
+__all__ = ["BILINGUAL_LM_NAME", "BilingualLMLine", "bilingual_lm_feature", "read_joint_export", "check_vocabularies",
+           "with_bilingual_lm"]
 
 BILINGUAL_LM_NAME = "BilingualNPLM0"  # the name Moses gives the first unnamed BilingualNPLM
 
@@ -53,8 +55,11 @@ def read_joint_export(nplm_path: str) -> tuple[int, int, str, str]:
     if not os.path.exists(companion):
         raise ValueError(f"{nplm_path}: no {companion} beside it: BilingualNPLM needs the windows and vocabularies "
                          f"that `mosesrnn bilm export` writes with the model (a CSLM goes in with --cslm)")
-    with open_input(companion) as stream:
-        facts = json.loads(stream.read().decode("utf-8"))
+    facts = read_json(companion, "the record `mosesrnn bilm export` writes")
+    if not (isinstance(facts, dict) and all(isinstance(facts.get(key), int) for key in ("order", "source_window"))
+            and all(isinstance(facts.get(key), str) for key in ("source_vocab", "target_vocab"))):
+        raise ValueError(f"{companion}: not the record `mosesrnn bilm export` writes (no order, source_window, "
+                         f"source_vocab and target_vocab)")
     order, window = facts["order"], facts["source_window"]
     ngram = read_nplm_config(nplm_path)["ngram_size"]
     if ngram != 2 * window + 1 + order:
@@ -67,10 +72,34 @@ def read_joint_export(nplm_path: str) -> tuple[int, int, str, str]:
 def with_bilingual_lm(text: str, ini: str, nplm_path: str, weight: float, absolute: bool
                       ) -> tuple[str, BilingualLMLine]:
     """The moses.ini ``text`` (read from ``ini``) with a BilingualNPLM feature reading the exported joint model
-    ``nplm_path`` and its vocabularies (``absolute``: the paths made absolute)."""
+    ``nplm_path`` and its vocabularies (``absolute``: the paths made absolute), which must hold its words
+    (:func:`check_vocabularies`)."""
     order, window, source_vocab, target_vocab = read_joint_export(nplm_path)
+    check_vocabularies(nplm_path, source_vocab, target_vocab)
     paths = [os.path.abspath(p) if absolute else p for p in (nplm_path, source_vocab, target_vocab)]
     for written in paths:
         check_no_space(written)
     text = append_feature(text, bilingual_lm_feature(order, window, *paths), BILINGUAL_LM_NAME, weight, ini)
     return text, BilingualLMLine(BILINGUAL_LM_NAME, order, window, paths[0], weight)
+
+
+def check_vocabularies(nplm_path: str, source_vocab: str, target_vocab: str) -> None:
+    """Raise ValueError naming the file unless ``target_vocab`` holds the NPLM file's output words and
+    ``source_vocab`` its input words after those, line for line.
+
+    BilingualNPLM reads the two files through an unchecked stream and numbers the words by their lines, so a
+    missing file, swapped files or another export's would have the decoder score with wrong ids, silently."""
+    inputs, outputs = read_nplm_vocabularies(nplm_path)
+    expected = {"target": (target_vocab, outputs), "source": (source_vocab, inputs[len(outputs):])}
+    for side, (path, words) in expected.items():
+        if not os.path.isfile(path):
+            raise ValueError(f"{path}: no such file: BilingualNPLM reads the {side} words of {nplm_path} from it "
+                             f"(`mosesrnn bilm export` writes it beside the model)")
+        declare_input(path)  # the export's .json may name a file beside the model other than its companions
+        found = read_lines(path)
+        if found != words:
+            other = "source" if side == "target" else "target"
+            hint = (f"it holds the {other} words: are the two files swapped?" if found == expected[other][1]
+                    else "from another export?")
+            raise ValueError(f"{path}: not the {len(words)} {side} words of {nplm_path} ({hint}); BilingualNPLM "
+                             f"would score with wrong word ids: export the model again")

@@ -120,15 +120,17 @@ def with_empty_alignment(entry: PhraseEntry) -> PhraseEntry:
 def write_with_alignment(table: str, copy: str) -> None:
     """Stream ``table`` into ``copy`` (gzipped if ``.gz``), adding an empty alignment field to
     every line without one; all other bytes are kept."""
-    with atomic_output(copy) as out:
-        for entry in read_entries(table):
+    with atomic_output(copy) as out, read_entries(table) as entries:
+        for entry in entries:
             out.write(format_line(with_empty_alignment(entry)).encode("utf-8"))
 
 
 def _first_entry(table: str) -> PhraseEntry:
-    for entry in read_entries(table):
-        return entry
-    raise PhraseTableError(table, 1, "the phrase table is empty")
+    with read_entries(table) as entries:
+        first = next(entries, None)
+    if first is None:
+        raise PhraseTableError(table, 1, "the phrase table is empty")
+    return first
 
 
 def _check_fields(first: PhraseEntry, table: str) -> None:

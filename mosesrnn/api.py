@@ -21,6 +21,7 @@ OSError, and :class:`~mosesrnn.io.job.Interrupted`.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -135,20 +136,30 @@ def load(path: str, device: str = "auto", dtype: str = "fp32") -> Model:
 @declares(table=input_file(".json"), output=SCORED_TABLE, features=FeatureOptions.declared_paths)
 def score_table(table: str, output: str, features: FeatureOptions = FeatureOptions(), *, encoding: str = "utf-8",
                 chunk_lines: int = 20000, shard: str = "1/1", resume: bool = True, checkpoint_every: int = 25,
-                checkpoint_minutes: float = 5.0, progress: Callable[[int, int, int | None], None] | None = None):
+                checkpoint_minutes: float = 5.0, workers: int | None = None,
+                progress: Callable[[int, int, int | None], None] | None = None):
     """``mosesrnn score``: append the feature columns of ``features`` to every line of a phrase table.
 
-    The options are those of ``mosesrnn score --help``. Returns a
+    The options are those of ``mosesrnn score --help`` (``workers`` None: as many as the table's size and the
+    machine's cores repay, :func:`~mosesrnn.pipeline.workers.default_workers`; with workers and no ``threads``
+    the model gets the cores the workers leave). Returns a
     :class:`~mosesrnn.pipeline.score.ScoreSummary`; warnings about the table (scored already, the
     other direction) go to the ``mosesrnn`` logger.
     """
     from .features.selection import select_features
     from .pipeline.score import score_table as run
     from .pipeline.shards import ShardSpec
+    from .pipeline.workers import default_workers
     shard_spec = ShardSpec.parse(shard)
-    return run(table, output, select_features(features, tables=True), encoding=encoding, chunk_lines=chunk_lines,
+    if workers is None:
+        workers = default_workers(None if table == "-" else os.path.getsize(table))
+    selected = select_features(features, tables=True)
+    if workers and features.threads is None:  # the workers' cores are not torch's
+        import torch
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) - workers))
+    return run(table, output, selected, encoding=encoding, chunk_lines=chunk_lines,
                shard=shard_spec, resume=resume, checkpoint_every=checkpoint_every,
-               checkpoint_seconds=60 * checkpoint_minutes, progress=progress)
+               checkpoint_seconds=60 * checkpoint_minutes, workers=workers, progress=progress)
 
 
 @declares(nbest=input_file(), source=input_file(), output=output_file(), features=FeatureOptions.declared_paths,

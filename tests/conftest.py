@@ -1,13 +1,23 @@
-"""Shared fixtures: paths to the real data the tests run on.
+"""Shared fixtures: paths to the real data the tests run on, and the guard against readers left open.
 
 The suite runs on the slices in ``tests/data`` alone; where the project's shared data folder lies
 beside the repository (our machines and CI), some tests also run on the whole files.
 """
+import configparser
+import contextlib
+import functools
+import gc
+import itertools
 import os
 import shutil
+import threading
+import time
+import warnings
+import weakref
 from pathlib import Path
 
 import pytest
+from isal import igzip_threaded
 
 TESTS = Path(__file__).parent
 DATA = TESTS / "data"
@@ -37,7 +47,90 @@ def built_program(name: str, env: str = "MOSES_BIN", default: str = "~/moses/mos
     return found
 
 
+def write_pytest_ini(folder: Path) -> None:
+    """The suite's pytest settings (setup.cfg's ``[tool:pytest]``) as ``folder/pytest.ini``, for a run of
+    pytest in ``folder`` that checks what the settings do."""
+    settings = configparser.ConfigParser()
+    settings.read(TESTS.parent / "setup.cfg")
+    ini = configparser.ConfigParser()
+    ini["pytest"] = {key: value for key, value in settings["tool:pytest"].items() if key != "testpaths"}
+    with open(folder / "pytest.ini", "w") as stream:
+        ini.write(stream)
+
+
 @pytest.fixture
 def tatoeba_table() -> Path:
     """3,001 consecutive lines of the real en→fr Tatoeba Moses table (alignment, counts, empty fields)."""
     return DATA / "tatoeba.en-fr.3k.gz"
+
+
+# -- readers left open --------------------------------------------------------------------------------------------
+#: How long the reading and writing threads a test started get to end after it (a closed reader's has ended).
+THREAD_GRACE = 2.0
+_SERIALS = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def _gzip_streams():
+    """Every threaded gzip stream (python-isal's reader and writer) opened while the tests run, with its serial
+    number, held weakly."""
+    opened: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def registering(init):
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            init(self, *args, **kwargs)
+            opened[self] = next(_SERIALS)
+        return __init__
+
+    with pytest.MonkeyPatch.context() as patch:
+        for stream in (igzip_threaded._ThreadedGzipReader, igzip_threaded._ThreadedGzipWriter):
+            patch.setattr(stream, "__init__", registering(stream.__init__))
+        yield opened
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _young_garbage_only():
+    """Freeze the objects alive between tests so that :func:`no_reader_left_open`'s collection only looks at what
+    a test made (a full collection of the suite's objects takes 0.1-0.3 s, a test); a module's end collects all."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
+    gc.collect()
+
+
+def _reading_thread(thread: threading.Thread) -> bool:
+    target = getattr(thread, "_target", None)  # set until the thread ends
+    return thread.name.startswith("mosesrnn-") or getattr(target, "__module__", "").startswith("isal.")
+
+
+@pytest.fixture(autouse=True)
+def no_reader_left_open(_gzip_streams, _young_garbage_only):
+    """Fail a test that leaves a reader open for the garbage collector to close (see :mod:`mosesrnn.io.readers`).
+
+    After the test: a threaded gzip stream it opened and did not close, or a reading or writing thread (isal's,
+    mosesrnn's) still running after :data:`THREAD_GRACE`, fails it here; a garbage collection then finalises what
+    it left, so that a :class:`~mosesrnn.io.readers.Reader` collected unclosed warns ResourceWarning within this
+    test (an error: setup.cfg), and nothing it left is closed later, in another test's thread.
+    """
+    threads, first = set(threading.enumerate()), next(_SERIALS)
+    yield
+    deadline = time.monotonic() + THREAD_GRACE
+    started = [thread for thread in set(threading.enumerate()) - threads if _reading_thread(thread)]
+    for thread in started:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = [f"thread {thread.name} still running" for thread in started if thread.is_alive()]
+    streams = [stream for stream, serial in list(_gzip_streams.items()) if serial > first and not stream.closed]
+    for stream in streams:
+        left.append(f"{type(stream).__name__} over {getattr(stream.raw, 'name', stream.raw)!r} not closed")
+        with contextlib.suppress(OSError, ValueError):  # closed here, not by a later test's garbage collection
+            stream.close()
+    del streams
+    with warnings.catch_warnings():
+        if left:  # its readers' warnings would say it again
+            warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+    gc.freeze()
+    if left:
+        pytest.fail("left open (read in a `with` block, see mosesrnn.io.readers): " + "; ".join(left), pytrace=False)

@@ -24,19 +24,19 @@ __all__ = ["read_moses_stats", "read_moses_init"]
 
 def _blocks(path: str, kind: str) -> Iterator[tuple[list[str], np.ndarray]]:
     """``(header tokens, values (n, width))`` of each ``{kind}_TXT_BEGIN_0`` block of ``path``."""
-    lines = text_lines(path)
-    for line_no, line in lines:
-        header = line.split()
-        if not header:
-            continue
-        if header[0] != f"{kind}_TXT_BEGIN_0" or len(header) < 4:
-            raise ValueError(f"{path}:{line_no}: expected '{kind}_TXT_BEGIN_0 <sentence> <n> <width> ...'")
-        rows = [text.split() for _, text in itertools.islice(lines, int(header[2]))]
-        end_no, end = next(lines, (line_no + len(rows) + 1, ""))
-        if end.strip() != f"{kind}_TXT_END_0" or any(len(row) != int(header[3]) for row in rows):
-            raise ValueError(f"{path}:{end_no}: block of sentence {header[1]} does not have {header[2]} "
-                             f"rows of {header[3]} values followed by {kind}_TXT_END_0")
-        yield header, np.array(rows, dtype=np.float64).reshape(len(rows), int(header[3]))
+    with text_lines(path) as lines:
+        for line_no, line in lines:
+            header = line.split()
+            if not header:
+                continue
+            if header[0] != f"{kind}_TXT_BEGIN_0" or len(header) < 4:
+                raise ValueError(f"{path}:{line_no}: expected '{kind}_TXT_BEGIN_0 <sentence> <n> <width> ...'")
+            rows = [text.split() for _, text in itertools.islice(lines, int(header[2]))]
+            end_no, end = next(lines, (line_no + len(rows) + 1, ""))
+            if end.strip() != f"{kind}_TXT_END_0" or any(len(row) != int(header[3]) for row in rows):
+                raise ValueError(f"{path}:{end_no}: block of sentence {header[1]} does not have {header[2]} "
+                                 f"rows of {header[3]} values followed by {kind}_TXT_END_0")
+            yield header, np.array(rows, dtype=np.float64).reshape(len(rows), int(header[3]))
 
 
 def _groups(names: list[str]) -> tuple[tuple[str, int], ...]:

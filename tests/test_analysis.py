@@ -138,3 +138,27 @@ def test_report_finds_the_rnn_column_from_the_sidecar(model_path, tmp_path):
     assert columns.rnn_column == 4 and columns.tm_column == 2
     assert np.allclose(columns.rnn, [max(math.log(e.scores[4]), -100) for e in entries])
     assert np.allclose(columns.tm, [math.log(e.scores[2]) for e in entries])
+
+
+@pytest.mark.parametrize("family", ["encoder-decoder", "cslm", "joint"])
+def test_perplexity_max_pairs_measures_the_first_lines_of_every_family(family, model_path, tmp_path):
+    """`--max-pairs 10` measured every pair with a CSLM and a joint model."""
+    from conftest import DATA
+    from scoring_helpers import save_tiny_joint_model
+    from test_cslm import tiny_lm
+
+    from mosesrnn.cslm.model_file import save_language_model
+    source, target, alignment = (str(DATA / f"tatoeba.train2k.{suffix}") for suffix in ("tok.en", "tok.fr", "align"))
+    if family == "cslm":
+        lm = tiny_lm()
+        save_language_model(str(tmp_path / "lm.pt"), lm.model, lm.codec)
+        model, inputs = str(tmp_path / "lm.pt"), [target]
+    elif family == "joint":
+        model, inputs = save_tiny_joint_model(str(tmp_path / "bilm.pt")), [source, target, alignment]
+    else:
+        model, inputs = model_path, [source, target]
+    result = CliRunner().invoke(main, ["perplexity", "-m", model, *inputs, "--max-pairs", "10", "-q"])
+    assert result.exit_code == 0, result.output
+    with open(target, encoding="utf-8") as lines:
+        first = [next(lines) for _ in range(10)]
+    assert f" {sum(len(line.split()) for line in first) + 10} " in result.output, result.output

@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from conftest import DATA, built_program
+from conftest import DATA, built_program, shared_file
 
 from moses_integration.bilingual_lm import read_joint_export, with_bilingual_lm
 from mosesrnn.bilm.data import (
     JointVocabulary,
     affiliations,
+    aligned_sentences,
     examples,
     joint_vocabulary,
     load_joint_data,
@@ -75,8 +76,13 @@ def test_the_examples_are_source_window_target_history_and_target_with_moses_pad
 def test_the_corpus_files_must_agree_line_for_line(tmp_path):
     short = tmp_path / "short.align"
     short.write_text("".join(ALIGNMENT.read_text(encoding="utf-8").splitlines(True)[:100]), encoding="utf-8")
-    with pytest.raises(FileLineError, match=r"has more lines than .*short.align"):
+    with pytest.raises(FileLineError, match=r"short.align:101: ends here, but .*tok.en and .*tok.fr go on"):
         load_joint_data(str(SOURCE), str(TARGET), str(short), window=1, order=2, target_size=50, source_size=50)
+    short_source = tmp_path / "short.en"  # the file that ends is named, not one that goes on
+    short_source.write_text("".join(SOURCE.read_text(encoding="utf-8").splitlines(True)[:100]), encoding="utf-8")
+    with pytest.raises(FileLineError, match=r"short.en:101: ends here, but .*tok.fr and .*align go on"):
+        load_joint_data(str(short_source), str(TARGET), str(ALIGNMENT), window=1, order=2, target_size=50,
+                        source_size=50)
     wrong = tmp_path / "wrong.align"
     wrong.write_text("0-0 9-9\n" * 2000, encoding="utf-8")
     with pytest.raises(FileLineError, match=r"wrong.align:1: link 9-9 is outside the sentence pair"):
@@ -93,6 +99,47 @@ def test_a_corpus_makes_one_example_per_target_word_and_end():
     assert len(data.vocabulary.target) == 504 and len(data.vocabulary.source) == 403
     assert (data.train.targets() < len(data.vocabulary.target)).all()  # outputs are target words only
     assert (data.train.contexts()[:, :5] >= len(data.vocabulary.target)).all()  # the window holds source ids
+
+
+def test_a_pair_without_a_link_makes_no_examples_though_its_end_is_linked():
+    voc = vocabulary("a b", "x y")
+    assert len(examples([(["a", "b"], ["x", "y"], [[], []])], voc, window=1, order=2)) == 0
+    assert len(examples([(["a", "b"], ["x", "y"], [[], [1]])], voc, window=1, order=2)) == 3
+
+
+@pytest.mark.parametrize("linked", [0, 300])
+def test_an_alignment_where_most_pairs_have_no_link_is_refused_naming_it(tmp_path, linked):
+    """An alignment of empty lines trained as well as the real one: every </s> was linked before the "no link"
+    test, so that no pair was ever skipped."""
+    lines = ALIGNMENT.read_text(encoding="utf-8").splitlines()
+    sparse = tmp_path / "sparse.align"
+    sparse.write_text("".join((line if i < linked else "") + "\n" for i, line in enumerate(lines)), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"sparse.align: {linked} of the 2000 sentence pairs have an alignment link"):
+        load_joint_data(str(SOURCE), str(TARGET), str(sparse), window=1, order=2, target_size=50, source_size=50)
+
+
+def test_training_and_perplexity_refuse_an_alignment_of_empty_lines(trained, tmp_path):
+    empty = tmp_path / "empty.align"
+    empty.write_text("\n" * 2000, encoding="utf-8")
+    run = tmp_path / "run"
+    result = CliRunner().invoke(main, ["bilm", "train", str(SOURCE), str(TARGET), str(empty), "-o", str(run), *TINY])
+    assert result.exit_code == 1 and f"{empty}: 0 of the 2000 sentence pairs have an alignment link" in result.output
+    assert not run.exists()
+    measured = CliRunner().invoke(main, ["perplexity", "-m", trained, str(SOURCE), str(TARGET), str(empty)])
+    assert measured.exit_code == 1 and f"{empty}: 0 of the 2000" in measured.output
+
+
+def test_a_real_alignment_has_a_link_in_every_pair(tmp_path):
+    """The whole Tatoeba system's grow-diag-final-and alignment, where present: none of its first 20,000 pairs is
+    skipped; the same corpus with empty alignment lines is refused."""
+    folder = shared_file("tatoeba-moses-en-fr/train.align.gdfa.gz").parent
+    corpus = [str(folder / name) for name in ("train.tok.en.gz", "train.tok.fr.gz", "train.align.gdfa.gz")]
+    with aligned_sentences(*corpus, limit=20000) as pairs:
+        assert sum(1 for _ in pairs) == 20000
+    (tmp_path / "empty.align").write_text("\n" * 2000, encoding="utf-8")
+    with pytest.raises(ValueError, match="empty.align: 0 of the 2000 sentence pairs"):
+        with aligned_sentences(*corpus[:2], str(tmp_path / "empty.align"), limit=2000) as pairs:
+            list(pairs)
 
 
 # -- training and the export for Moses -------------------------------------------------------------
@@ -301,3 +348,69 @@ def test_nbest_adds_the_joint_models_score_from_the_lists_alignment_fields(train
         fields = line.split("|||")
         assert float(fields[2].split("BILM0=")[1]) == pytest.approx(value, abs=1e-4)
         assert [f for i, f in enumerate(fields) if i != 2] == [f for i, f in enumerate(original.split("|||")) if i != 2]
+
+
+# -- misuse that would have gone through ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["missing", "swapped", "another export's"])
+def test_moses_ini_refuses_vocabulary_files_that_are_not_the_models(tmp_path, damage):
+    """BilingualNPLM reads the vocabulary files through an unchecked stream: wrong files would give wrong ids."""
+    from scoring_helpers import save_tiny_joint_model
+    out, other = tmp_path / "bilm.nplm", tmp_path / "other.nplm"
+    for model, nplm in ((save_tiny_joint_model(str(tmp_path / "a.pt")), out),
+                        (save_tiny_joint_model(str(tmp_path / "b.pt"), seed=1, words=30), other)):
+        assert CliRunner().invoke(main, ["bilm", "export", "-m", model, "-o", str(nplm)]).exit_code == 0
+    source, target = tmp_path / "bilm.nplm.source", tmp_path / "bilm.nplm.target"
+    if damage == "missing":
+        source.unlink()
+        named = source
+    elif damage == "swapped":
+        words = source.read_bytes()
+        source.write_bytes(target.read_bytes())
+        target.write_bytes(words)
+        named = target
+    else:
+        source.write_bytes((tmp_path / "other.nplm.source").read_bytes())
+        named = source
+    result = CliRunner().invoke(main, ["moses-ini", str(DATA / "moses" / "tatoeba-en-fr.moses.ini"), "--bilm", str(out),
+                                       "-o", str(tmp_path / "moses.ini")])
+    assert result.exit_code == 1 and f"Error: {named}: " in result.output, result.output
+    assert ("swapped" in result.output) == (damage == "swapped")
+    assert not (tmp_path / "moses.ini").exists()
+
+
+def test_an_nbest_hypothesis_whose_alignment_does_not_fit_is_named_by_its_line(tmp_path):
+    from scoring_helpers import save_tiny_joint_model
+    model = save_tiny_joint_model(str(tmp_path / "bilm.pt"))
+    lines = ["0 ||| je suis tard . ||| LM0= -14.5 ||| -4.5 ||| 0-1=0-1 2-3=2-3 ||| 0-0 1-1 2-2 3-3 \n",
+             "1 ||| bonjour ||| LM0= -3.5 ||| -1.5 ||| 0=0 ||| 0-0 9-9 \n"]
+    (tmp_path / "list").write_text("".join(lines), encoding="utf-8")
+    (tmp_path / "source").write_text("i am late .\nhello\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["nbest", str(tmp_path / "list"), "--source", str(tmp_path / "source"),
+                                       "--bilm", model, "-o", str(tmp_path / "out")])
+    assert result.exit_code == 1 and f"Error: {tmp_path / 'list'}:2: link 9-9 is outside" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_windows_wider_than_moses_n_grams_are_refused_by_their_options(tmp_path):
+    run = tmp_path / "run"
+    result = CliRunner().invoke(main, ["bilm", "train", str(SOURCE), str(TARGET), str(ALIGNMENT), "-o", str(run),
+                                       "--order", "10", "--source-window", "10", "-q"])
+    assert result.exit_code == 1 and "order 10 and source window 10 make n-grams of 31 words" in result.output
+    assert "--order or --source-window" in result.output and not run.exists()
+
+
+@pytest.mark.parametrize("restart", [(), ("--restart",)], ids=["resume", "restart"])
+def test_a_run_folder_of_another_family_is_refused_naming_it(tmp_path, restart):
+    """`--restart`, which the refusal to resume advised, would have replaced the other model's best.pt."""
+    from scoring_helpers import save_tiny_model
+    run = tmp_path / "run"
+    run.mkdir()
+    best = save_tiny_model(str(run / "best.pt"))
+    kept = (run / "best.pt").read_bytes()
+    result = CliRunner().invoke(main, ["bilm", "train", str(SOURCE), str(TARGET), str(ALIGNMENT), "-o", str(run),
+                                       *TINY, *restart])
+    assert result.exit_code == 1 and f"{run} holds an RNN Encoder-Decoder" in result.output, result.output
+    assert "this run trains a joint model" in result.output and (run / "best.pt").read_bytes() == kept
+    assert sorted(path.name for path in run.iterdir()) == [best.rsplit("/", 1)[1]]

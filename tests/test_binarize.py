@@ -189,7 +189,8 @@ def test_empty_alignment_is_added_only_where_missing():
     lines = [format_line(with_empty_alignment(entry)) for entry in read_entries(TATOEBA_TABLE)]
     with gzip.open(TATOEBA_TABLE, "rt", encoding="utf-8", newline="") as stream:
         assert lines == stream.read().splitlines(keepends=True)
-    entry = next(read_entries(MINI_TABLE))
+    with read_entries(MINI_TABLE) as entries:
+        entry = next(entries)
     assert format_line(with_empty_alignment(entry)).endswith(" 2.718 0.135335283 1.0 |||\n")
     assert len(with_empty_alignment(entry).fields) == 4
 

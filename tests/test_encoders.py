@@ -306,7 +306,8 @@ def test_model_file_records_the_encoder_and_scores_identically(tmp_path, encoder
     assert torch.load(path, weights_only=True)["config"]["encoder"] == encoder
     trained = load_trained_model(path)
     assert trained.model.config == model.config
-    pairs = [entry for entry, _ in zip(read_entries(table), range(300))]
+    with read_entries(table) as entries:
+        pairs = [entry for entry, _ in zip(entries, range(300))]
     loaded = RNNFeature(trained).values(pairs)
     trained.model = model.eval()
     assert RNNFeature(trained, batch_tokens=64).values(pairs) == pytest.approx(loaded, abs=1e-4)

@@ -94,3 +94,19 @@ def test_every_feature_reports_exactly_the_settings_its_registry_entry_lists(tmp
             list(feature.spec.settings)
     rnn, unk = features[0], features[2]
     assert rnn.trained.vocabularies.source is unk.vocabularies.source  # the model file is loaded once
+
+
+@pytest.mark.parametrize("option,given", [("--normalizer skip", dict(normalizer="skip")),
+                                          ("--length-normalize", dict(length_normalize=True))])
+def test_a_setting_no_computed_column_takes_is_refused(tmp_path, option, given):
+    """`score --features unk --normalizer skip` wrote the unk column alone and said nothing of the option."""
+    from scoring_helpers import save_tiny_model
+
+    from mosesrnn.features.options import FeatureOptions
+    from mosesrnn.features.selection import select_features
+    model = save_tiny_model(str(tmp_path / "m.pt"))
+    with pytest.raises(ValueError, match=rf"{option} changes only the rnn and rnn-rev columns, and none is computed "
+                                         r"\(columns: unk\)"):
+        select_features(FeatureOptions(features="unk", model=model, **given))
+    taken = FeatureOptions(features="rnn,unk", model=model, length_normalize=True)
+    assert [feature.spec.name for feature in select_features(taken)] == ["rnn", "unk"]

@@ -184,7 +184,8 @@ def test_a_second_model_gets_its_own_column_name(tmp_path, model):
     result = invoke("nbest", first, "--source", SOURCE, "-m", other, "--features", "rnn", "--label", "rnn=RNN1",
                     "-o", second)
     assert result.exit_code == 0, result.output
-    entry = next(iter(read_nbest(str(second))))
+    with read_nbest(str(second)) as entries:
+        entry = next(entries)
     assert "RNN0" in entry.feature_names and "RNN1" in entry.feature_names
     refused = invoke("nbest", first, "--source", SOURCE, "-m", other, "--label", "rnn=rnn", "-o", tmp_path / "x")
     assert refused.exit_code == 1 and "'rnn' is not an n-best feature name" in refused.output

@@ -17,6 +17,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,15 +192,15 @@ def base(tmp_path_factory) -> Path:
     stats = text_stats(TrainedLM(lm, codec, {}, ""), ["la maison", "la la maison"])  # log Z about 0
     save_language_model(str(folder / "lm.pt"), lm, codec, {"log_z_mean": stats.log_z_mean})
     for name, suffix in (("bi.en", "tok.en"), ("bi.fr", "tok.fr"), ("bi.align", "align")):
-        (folder / name).write_bytes(b"".join((DATA / f"tatoeba.train2k.{suffix}").open("rb").readlines()[:200]))
+        (folder / name).write_bytes(b"".join((DATA / f"tatoeba.train2k.{suffix}").read_bytes().splitlines(True)[:200]))
     save_tiny_joint_model(str(folder / "bilm.pt"))
     shutil.copy(NBEST / "tatoeba.dev30.untuned.100best.gz", folder / "nbest.gz")
     shutil.copy(NBEST / "tatoeba.dev30.tok.en", folder / "source.txt")
     shutil.copy(NBEST / "tatoeba.dev30.fr", folder / "refs.txt")
     shutil.copy(NBEST / "tatoeba.dev.mert-iter1.weights", folder / "weights.txt")
-    english = gzip.open(DATA / "tatoeba.dev400.en.gz").readlines()[:200]
+    english = gzip.decompress((DATA / "tatoeba.dev400.en.gz").read_bytes()).splitlines(True)[:200]
     (folder / "corpus.en.gz").write_bytes(gzip.compress(b"".join(english)))
-    (folder / "corpus.fr").write_bytes(b"".join((DATA / "tatoeba.dev400.fr").open("rb").readlines()[:200]))
+    (folder / "corpus.fr").write_bytes(b"".join((DATA / "tatoeba.dev400.fr").read_bytes().splitlines(True)[:200]))
     shutil.copy(DATA / "moses" / "tatoeba-en-fr.moses.ini", folder / "moses.ini")
     runner = CliRunner()
     for args in (["score", str(folder / "table.gz"), "-m", model, "-o", str(folder / "scored.gz")],
@@ -513,3 +514,77 @@ def test_an_output_that_is_an_inputs_companion_is_refused(row, placeholder, suff
     before = snapshot(ws)
     result = run(row, ws, **{row.placeholders("output")[0]: companion})
     assert_refused(result, before, snapshot(ws), f"{companion} is read with the input")
+
+
+def _kept_cases() -> list[tuple[Row, str, str]]:
+    """(row, output placeholder, suffix) for every file an output that is kept writes: itself and each companion."""
+    return [(row, placeholder, suffix) for row in COMMANDS for role, placeholder in row.roles() if role.keeps
+            for suffix in ("", *role.companions)]
+
+
+def test_the_kept_outputs_are_walked():
+    assert {row.name for row, _, _ in _kept_cases()} == {"lm export", "bilm export"}
+
+
+@pytest.mark.parametrize("row,placeholder,suffix", _kept_cases(),
+                         ids=[f"{ids([r])[0]}-{p}{s or '-itself'}" for r, p, s in _kept_cases()])
+def test_an_existing_kept_output_or_companion_is_replaced_only_with_force(row, placeholder, suffix, ws):
+    """``bilm export -o corpus`` would replace the user's corpus.source and corpus.target, which it writes beside
+    corpus: each file of a kept output is checked as the output itself is."""
+    existing = Path(output_value(ws, placeholder) + suffix)
+    existing.write_text("the user's own file\n", encoding="utf-8")
+    before = snapshot(ws)
+    result = run(row, ws)
+    assert_refused(result, before, snapshot(ws), f"{existing}", "exists", "--force")
+    forced = CliRunner().invoke(main, [arg.format(**workspace_files(ws)) for arg in row.args] + ["--force"])
+    assert forced.exit_code == 0, forced.output
+    assert existing.read_text(encoding="utf-8") != "the user's own file\n"
+
+
+def _number_options() -> list[tuple[str, click.Option]]:
+    """(command name, option) of every option that takes a number with a fraction."""
+    found = []
+    for name in all_command_names(main):
+        command, _ = command_of(name.split())
+        found += [(name, param) for param in command.params if isinstance(param.type, click.types.FloatParamType)]
+    return found
+
+
+def test_every_number_option_refuses_nan_and_infinity():
+    """click's FloatRange lets nan (and inf past an open top) through; every float option is of the one type
+    that refuses them."""
+    from mosesrnn.cli.common import FiniteFloat
+    assert len(_number_options()) > 15
+    assert [f"{name} {param.opts[0]}" for name, param in _number_options() if not isinstance(param.type, FiniteFloat)
+            ] == []
+
+
+@pytest.mark.parametrize("args", [
+    ("bilm", "train", "{bi_en}", "{bi_fr}", "{bi_align}", "-o", "{outdir}", "--estimator", "softmax", "--self-norm",
+     "nan"),
+    ("train", "--corpus", "{corpus_en}", "{corpus_fr}", "-o", "{outdir}", "--self-norm", "inf"),
+    ("lm", "train", "{corpus_fr}", "-o", "{outdir}", "--learning-rate", "inf"),
+    ("moses-ini", "{ini}", "--table", "{scored}", "--weights", "0.1,nan", "-o", "{out}"),
+    ("moses-ini", "{ini}", "--bilm", "{bilm}", "--bilm-weight", "nan", "-o", "{out}"),
+    ("prune", "{scored}", "--margin", "inf", "-o", "{out}"),
+], ids=["bilm-self-norm-nan", "train-self-norm-inf", "lm-learning-rate-inf", "moses-ini-weights-nan",
+        "moses-ini-bilm-weight-nan", "prune-margin-inf"])
+def test_a_number_that_is_not_finite_is_refused_before_any_work(args, ws):
+    before = snapshot(ws)
+    result = CliRunner().invoke(main, [arg.format(**workspace_files(ws)) for arg in args])
+    assert_refused(result, before, snapshot(ws), "is not a finite number")
+    assert result.exit_code == 2 and not (ws / "outdir").exists()
+
+
+@pytest.mark.parametrize("row", [row for row in COMMANDS if row.name in ("train", "lm train", "bilm train")],
+                         ids=lambda row: row.name)
+def test_a_diverging_run_advises_only_options_its_command_has(row, ws):
+    """A finite but huge --self-norm makes the first update's loss infinite: the advice names options of the
+    command that ran (`lm train` and `bilm train` were told to use --clip-norm, which they lacked)."""
+    huge = ["--self-norm", "1e308"] + (["--estimator", "softmax"] if row.name != "train" else [])
+    result = CliRunner().invoke(main, [arg.format(**workspace_files(ws)) for arg in row.args] + huge)
+    assert result.exit_code == 1 and "the loss became inf at update 1" in result.output, result.output
+    command, _ = command_of(row.args)
+    options = {opt for param in command.params for opt in param.opts}
+    advised = set(re.findall(r"--[a-z-]+", result.output.split("the loss became")[1]))
+    assert advised and advised <= options

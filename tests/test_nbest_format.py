@@ -45,7 +45,8 @@ def test_new_format_groups():
 
 
 def test_old_format_groups_and_repeated_labels():
-    entry = next(read_nbest(str(OLD_FORMAT)))
+    with read_nbest(str(OLD_FORMAT)) as entries:
+        entry = next(entries)
     assert entry.fields[0] == "0" and entry.feature_names == ("d", "lm", "tm", "w")
     assert entry.features[0] == ("d", (0.0, -3.30693, 0.0, 0.0, -2.83036, 0.0, 0.0))
     repeated = parse_line("3 ||| a b ||| d: -1 lm: -10 tm: -2 -3 lm: -20 w: -2 ||| -5")

@@ -43,8 +43,9 @@ def scored(tmp_path_factory) -> Path:
 
 def groups_of(path) -> dict[str, list]:
     found = defaultdict(list)
-    for entry in read_entries(str(path)):
-        found[entry.source].append(entry)
+    with read_entries(str(path)) as entries:
+        for entry in entries:
+            found[entry.source].append(entry)
     return found
 
 
@@ -70,8 +71,9 @@ def test_the_top_targets_by_the_rnn_stay_byte_for_byte_and_in_order(scored, tmp_
 def test_a_margin_and_a_share(scored, tmp_path):
     margin = tmp_path / "margin.gz"
     assert invoke("prune", scored, "--margin", "1.5", "--column", "2", "-o", margin).exit_code == 0
+    every = groups_of(scored)
     for source, entries in groups_of(margin).items():
-        best = max(math.log(e.scores[2]) for e in groups_of(scored)[source])
+        best = max(math.log(e.scores[2]) for e in every[source])
         assert all(best - math.log(e.scores[2]) <= 1.5 for e in entries)
     half = tmp_path / "half.gz"
     result = invoke("prune", scored, "--share", "0.5", "-o", half)
@@ -87,10 +89,12 @@ def test_the_decoders_ranking_from_a_tuned_moses_ini(tmp_path):
     result = invoke("prune", MINI_TABLE, "--weights", ini, "--top", "1", "-o", out)
     assert result.exit_code == 0, result.output
     weights = (0.2, 0.1, 0.6, 0.1, -0.2)
+
+    def score(e):
+        return sum(w * max(math.log(s), -100) for w, s in zip(weights, e.scores))
+    every = groups_of(MINI_TABLE)
     for source, entries in groups_of(out).items():
-        def score(e):
-            return sum(w * max(math.log(s), -100) for w, s in zip(weights, e.scores))
-        assert [score(entries[0])] == pytest.approx([max(score(e) for e in groups_of(MINI_TABLE)[source])])
+        assert [score(entries[0])] == pytest.approx([max(score(e) for e in every[source])])
     refused = invoke("prune", MINI_TABLE, "--weights", DATA / "nbest" / "tatoeba.dev.mert-iter1.weights", "--top",
                      "1", "-o", tmp_path / "x.gz")
     assert refused.exit_code == 1

@@ -2,6 +2,7 @@
 import math
 import random
 
+import numpy as np
 import pytest
 import torch
 from scoring_helpers import TABLE, save_tiny_model
@@ -10,10 +11,11 @@ from mosesrnn.encdec.batching import pad
 from mosesrnn.encdec.config import ModelConfig
 from mosesrnn.encdec.model import EncoderDecoder
 from mosesrnn.encdec.model_file import load_trained_model
-from mosesrnn.encdec.scoring import group_by_source, length_batches
+from mosesrnn.encdec.pair_ids import group_by_source
 from mosesrnn.features.registry import describe
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries, table_value
+from mosesrnn.text.id_arrays import length_batches
 
 torch.set_num_threads(1)
 
@@ -58,7 +60,26 @@ def test_group_by_source(sources, distinct, index):
     ([4, 1, 1, 4], 4, [[1, 2], [0], [3]]),  # ties keep input order
 ])
 def test_length_batches(lengths, batch_tokens, batches):
-    assert length_batches(lengths, batch_tokens) == batches
+    assert [batch.tolist() for batch in length_batches(lengths, batch_tokens)] == batches
+
+
+def test_length_batches_cut_as_one_position_at_a_time_would():
+    """Runs of equal length are cut by arithmetic: the batches of the rule applied position by position."""
+    def one_at_a_time(lengths, batch_tokens):
+        batches, current = [], []
+        for position in sorted(range(len(lengths)), key=lengths.__getitem__):
+            if current and (len(current) + 1) * lengths[position] > batch_tokens:
+                batches.append(current)
+                current = []
+            current.append(position)
+        return batches + [current] if current else batches
+
+    generator = np.random.default_rng(0)
+    for _ in range(500):
+        lengths = generator.integers(1, 12, size=generator.integers(0, 60)).tolist()
+        batch_tokens = int(generator.choice([1, 3, 8, 40, 4096]))
+        got = [batch.tolist() for batch in length_batches(np.array(lengths, dtype=np.int64), batch_tokens)]
+        assert got == one_at_a_time(lengths, batch_tokens)
 
 
 def test_values_equal_model_log_prob(model_path, entries):

@@ -172,13 +172,14 @@ def test_a_glued_separator_is_named():
         parse_line('la maison ||| the|||house ||| 0.5 0.2 ||| 0-0\n', "t", 7)
 
 
-def test_ctrl_c_keeps_the_work_and_says_how_to_resume(tmp_path):
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_ctrl_c_keeps_the_work_and_says_how_to_resume(tmp_path, workers):
     table = tmp_path / "table.gz"
     table.write_bytes(open(TABLE, "rb").read() * 12)  # 36k lines
     model = save_tiny_model(str(tmp_path / "model.pt"), hidden_dim=256, output_rank=32, vocab_size=2000)
     out = tmp_path / "out.gz"
     args = ["score", str(table), "-m", model, "-o", str(out), "--chunk-lines", "500", "--checkpoint-every", "2",
-            "--threads", "1"]
+            "--threads", "1", "--workers", workers]
     process = subprocess.Popen([sys.executable, "-m", "mosesrnn.cli", *args], stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not (tmp_path / "out.gz.part").exists() or (tmp_path / "out.gz.part").stat().st_size == 0:

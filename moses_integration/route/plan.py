@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from mosesrnn.features.options import FeatureOptions
 from mosesrnn.features.registry import FEATURES
 from mosesrnn.formats.text_file import read_lines
-from mosesrnn.io.compressed import read_bytes
+from mosesrnn.io.json_file import read_json
 
 from ..ini_format import parse_ini, phrase_tables, read_ini_text
 from ..mert_moses import MertSettings, relative_paths
@@ -314,9 +314,11 @@ def _plan_record_problems(plan: RoutePlan) -> list[str]:
         return [f"{plan.work_dir} holds files of something else ({', '.join(sorted(leftovers)[:3])}...): tune into "
                 f"a fresh folder"] if leftovers else []
     try:
-        saved = json.loads(read_bytes(path).decode("utf-8"))
-    except ValueError:
-        return [f"{path} is damaged: tune into a fresh folder"]
+        saved = read_json(path, "the plan `mosesrnn tune` writes")
+    except ValueError as error:
+        return [f"{error}: tune into a fresh folder"]
+    if not isinstance(saved, dict):
+        return [f"{path}: not the plan `mosesrnn tune` writes (not an object): tune into a fresh folder"]
     current = json.loads(json.dumps(plan.record()))
     differing = sorted(key for key in set(saved) | set(current) if saved.get(key) != current.get(key))
     if differing:

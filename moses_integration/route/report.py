@@ -5,14 +5,13 @@ written to, and its Markdown table, are :mod:`.report_file`.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict
 
 from mosesrnn.formats.sidecar import SidecarError, read_sidecar, sidecar_path
 from mosesrnn.formats.text_file import read_lines
-from mosesrnn.io.compressed import read_bytes
 from mosesrnn.io.declared import declare_input
+from mosesrnn.io.json_file import read_json
 from mosesrnn.tuning.bleu import file_bleu
 from mosesrnn.tuning.significance import compare_runs
 
@@ -175,9 +174,18 @@ def _column_shares(plan: RoutePlan, name: str, runs: list[StageFiles]) -> dict:
 
 def _rescored_shares(runs: list[StageFiles]) -> dict:
     """The rescoring groups' mean weight over the runs, each as a share of the L1 norm of all weights."""
-    record = json.loads(read_bytes(runs[0].prefix + ".rescored.features.json").decode("utf-8"))
+    record = _rescored_features(runs[0].prefix + ".rescored.features.json")
     return _mean_shares([read_weights(files.weights) for files in runs],
                         {label: (label, 0) for label in record["labels"]})
+
+
+def _rescored_features(path: str) -> dict:
+    """The record of the rescoring's features that its stage wrote (``features``, ``labels``); raises ValueError
+    naming the file for one that is damaged."""
+    record = read_json(path, "the record of the rescoring's features")
+    if not (isinstance(record, dict) and all(isinstance(record.get(key), list) for key in ("features", "labels"))):
+        raise ValueError(f"{path}: not the record of the rescoring's features (no lists of features and labels)")
+    return record
 
 
 def _mean_shares(tuned: list[dict], wanted: dict) -> dict:
@@ -202,7 +210,6 @@ def _signatures(plan: RoutePlan) -> dict:
     for system in (SYSTEM, BASELINE):
         features = stage_files(plan, system, 1).prefix + ".rescored.features.json"
         if plan.rescoring_of(system) and os.path.isfile(features):
-            rescoring += [feature for feature in json.loads(read_bytes(features).decode("utf-8"))["features"]
-                          if feature not in rescoring]
+            rescoring += [feature for feature in _rescored_features(features)["features"] if feature not in rescoring]
     return {"tables": tables, "rescoring": rescoring,
             "inis": {name: os.path.abspath(ini) for name, ini in plan.systems()}}

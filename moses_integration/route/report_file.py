@@ -23,7 +23,8 @@ import os
 import statistics
 from dataclasses import asdict, dataclass, field
 
-from mosesrnn.io.compressed import atomic_output, read_bytes
+from mosesrnn.io.compressed import atomic_output
+from mosesrnn.io.json_file import read_json
 
 from .plan import CONTROL_STAGES
 
@@ -85,10 +86,7 @@ def read_report(path: str) -> RouteReport:
     """Read what :func:`write_report` wrote (the translations' paths resolved against the report's folder; those
     of an older report, relative to where its tuning ran, absolute ones as they are); raises ValueError naming the
     file for anything else."""
-    try:
-        record = json.loads(read_bytes(path).decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path}: not a tuning report of `mosesrnn tune` ({error})") from None
+    record = read_json(path, "a tuning report of `mosesrnn tune`")
     if not isinstance(record, dict) or record.get("format") != FORMAT:
         raise ValueError(f"{path}: not a tuning report of `mosesrnn tune`")
     if record.get("version") != VERSION:

@@ -102,8 +102,8 @@ def rescore_run(plan: RoutePlan, rescoring: FeatureOptions | None, files: StageF
             with atomic_file(weights) as stream:
                 stream.write(weights_text(named_weights(result.groups, result.weights)).encode("utf-8"))
         if not os.path.isfile(output):
-            with atomic_file(output) as stream:
-                for text in rerank(test, read_weights(weights)):
+            with atomic_file(output) as stream, rerank(test, read_weights(weights)) as texts:
+                for text in texts:
                     stream.write(f"{text}\n".encode("utf-8"))
 
 

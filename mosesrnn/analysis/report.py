@@ -65,14 +65,15 @@ def read_columns(path: str, rnn_column: int | None = None, tm_column: int = TM_C
             raise ValueError(f"{path}: which score column is the RNN's? {path}.json, which `mosesrnn score` writes "
                              f"beside the table, is missing or names no rnn column: give --rnn-column")
     rnn, tm = [], []
-    for entry in read_entries(path, encoding):
-        if not rnn:
-            rnn_column = score_column(path, entry, rnn_column, "--rnn-column")
-            tm_column = score_column(path, entry, tm_column, "--tm-column")
-        if max_lines is not None and len(rnn) >= max_lines:
-            break
-        rnn.append(_log(entry.scores[rnn_column]))
-        tm.append(_log(entry.scores[tm_column]))
+    with read_entries(path, encoding) as entries:
+        for entry in entries:
+            if not rnn:
+                rnn_column = score_column(path, entry, rnn_column, "--rnn-column")
+                tm_column = score_column(path, entry, tm_column, "--tm-column")
+            if max_lines is not None and len(rnn) >= max_lines:
+                break
+            rnn.append(_log(entry.scores[rnn_column]))
+            tm.append(_log(entry.scores[tm_column]))
     if not rnn:
         raise ValueError(f"{path}: no lines")
     return ColumnPair(np.array(rnn), np.array(tm), len(rnn), rnn_column, tm_column)

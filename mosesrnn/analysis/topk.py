@@ -19,18 +19,22 @@ from ..formats.phrase_table import PhraseEntry, score_column, source_groups
 from ..text.tokenizers import words
 from .report import TM_COLUMN
 
-__all__ = ["Candidate", "Ranking", "choose_groups", "rank_candidates", "tsv_lines", "text_report"]
+__all__ = ["Candidate", "TopTargets", "choose_groups", "rank_candidates", "tsv_lines", "text_report"]
 
 
 @dataclass(frozen=True)
 class Candidate:
+    """One target of a source phrase, with the table's and the RNN's scores of it."""
+
     target: str
     tm: float  # the table's p(target | source) column
     rnn: float  # RNN log p(target | source)
 
 
 @dataclass(frozen=True)
-class Ranking:
+class TopTargets:
+    """A source phrase's ``k`` best targets by each ranker, among its ``candidates`` in the table."""
+
     source: str
     candidates: int
     by_tm: list[Candidate]
@@ -43,26 +47,27 @@ def choose_groups(path: str, *, sources: Sequence[str] | None = None, count: int
     """The table's line groups of ``sources`` (in that order), or of ``count`` sources drawn
     uniformly (reservoir sampling, seeded) among those with ``min_words`` words or more and
     ``min_candidates`` targets or more. Raises PhraseTableError if the table has no ``tm_column``."""
-    groups: Iterable[list[PhraseEntry]] = _checked(source_groups(path, encoding), path, tm_column)
-    if sources is not None:
-        wanted = {source: None for source in sources}
+    with source_groups(path, encoding) as table:
+        groups: Iterable[list[PhraseEntry]] = _checked(table, path, tm_column)
+        if sources is not None:
+            wanted = {source: None for source in sources}
+            for group in groups:
+                if group[0].source in wanted:
+                    wanted[group[0].source] = group
+            missing = [source for source, group in wanted.items() if group is None]
+            if missing:
+                raise ValueError(f"{path}: no lines for the source phrase(s) {', '.join(map(repr, missing))}")
+            return list(wanted.values())
+        rng, chosen, seen = random.Random(seed), [], 0
         for group in groups:
-            if group[0].source in wanted:
-                wanted[group[0].source] = group
-        missing = [source for source, group in wanted.items() if group is None]
-        if missing:
-            raise ValueError(f"{path}: no lines for the source phrase(s) {', '.join(map(repr, missing))}")
-        return list(wanted.values())
-    rng, chosen, seen = random.Random(seed), [], 0
-    for group in groups:
-        if len(words(group[0].source)) < min_words or len(group) < min_candidates:
-            continue
-        seen += 1
-        if len(chosen) < count:
-            chosen.append(group)
-        elif (slot := rng.randrange(seen)) < count:
-            chosen[slot] = group
-    return sorted(chosen, key=lambda group: group[0].line_no)
+            if len(words(group[0].source)) < min_words or len(group) < min_candidates:
+                continue
+            seen += 1
+            if len(chosen) < count:
+                chosen.append(group)
+            elif (slot := rng.randrange(seen)) < count:
+                chosen[slot] = group
+        return sorted(chosen, key=lambda group: group[0].line_no)
 
 
 def _checked(groups: Iterable[list[PhraseEntry]], path: str, tm_column: int) -> Iterable[list[PhraseEntry]]:
@@ -74,19 +79,19 @@ def _checked(groups: Iterable[list[PhraseEntry]], path: str, tm_column: int) -> 
 
 
 def rank_candidates(trained: TrainedModel, groups: Sequence[list[PhraseEntry]], k: int = 3,
-                    tm_column: int = TM_COLUMN, device: str = "cpu") -> list[Ranking]:
+                    tm_column: int = TM_COLUMN, device: str = "cpu") -> list[TopTargets]:
     """Each group's ``k`` best targets by the table's column and by the RNN."""
     values = iter(PairScorer(trained, device=device).log_probs([entry for group in groups for entry in group]))
     rankings = []
     for group in groups:
         candidates = [Candidate(entry.target, entry.scores[tm_column], next(values)) for entry in group]
-        rankings.append(Ranking(group[0].source, len(candidates),
+        rankings.append(TopTargets(group[0].source, len(candidates),
                                 sorted(candidates, key=lambda c: (-c.tm, c.target))[:k],
                                 sorted(candidates, key=lambda c: (-c.rnn, c.target))[:k]))
     return rankings
 
 
-def tsv_lines(rankings: Sequence[Ranking]) -> list[str]:
+def tsv_lines(rankings: Sequence[TopTargets]) -> list[str]:
     """``source, ranker, rank, target, tm_p, rnn_log_p`` rows with a header."""
     rows = ["source\tranker\trank\ttarget\ttm_p\trnn_log_p"]
     for ranking in rankings:
@@ -96,7 +101,7 @@ def tsv_lines(rankings: Sequence[Ranking]) -> list[str]:
     return rows
 
 
-def text_report(rankings: Sequence[Ranking]) -> str:
+def text_report(rankings: Sequence[TopTargets]) -> str:
     """A readable report: per source, the two top-k lists side by side."""
     out = []
     for ranking in rankings:

@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 from ..formats.errors import FileLineError
-from ..formats.text_file import text_lines
+from ..formats.text_file import parallel_lines
+from ..io.readers import reader
 from ..text.tokenizers import words
 
 __all__ = ["BOS", "EOS", "UNK", "NULL", "JointVocabulary", "ExampleSet", "JointData", "affiliations",
@@ -35,6 +36,8 @@ BOS, EOS, UNK, NULL = "<s>", "</s>", "<unk>", "<null>"
 #: The words each list starts with; ``<unk>`` first, as BilingualNPLM takes the first word as unknown.
 TARGET_SPECIALS = (UNK, NULL, BOS, EOS)
 SOURCE_SPECIALS = (UNK, BOS, EOS)
+#: The share of a corpus's sentence pairs below which too few have an alignment link: the alignment is not theirs.
+MIN_LINKED_SHARE = 0.5
 
 
 class AlignmentError(FileLineError):
@@ -96,20 +99,24 @@ def joint_vocabulary(target_counts: collections.Counter, source_counts: collecti
                            top(source_counts, source_size, SOURCE_SPECIALS))
 
 
-def read_alignment(text: str, source_len: int, target_len: int, path: str = "alignment", line_no: int = 0
+def read_alignment(text: str, source_len: int, target_len: int, path: str | None = None, line_no: int = 0
                    ) -> list[list[int]]:
     """The source positions aligned to each target position of an ``i-j`` line (i: source, j: target).
 
-    Raises AlignmentError for a malformed link or one outside the sentences."""
+    Raises AlignmentError at ``path``'s line ``line_no`` (ValueError without a ``path``: the caller says where)
+    for a malformed link or one outside the sentences."""
+    def error(problem: str) -> ValueError:
+        return AlignmentError(path, line_no, problem) if path is not None else ValueError(problem)
+
     links: list[list[int]] = [[] for _ in range(target_len)]
     for link in text.split():
         source, dash, target = link.partition("-")
         if not dash or not source.isdigit() or not target.isdigit():
-            raise AlignmentError(path, line_no, f"{link!r} is not an i-j alignment link")
+            raise error(f"{link!r} is not an i-j alignment link")
         i, j = int(source), int(target)
         if i >= source_len or j >= target_len:
-            raise AlignmentError(path, line_no, f"link {link} is outside the sentence pair ({source_len} source and "
-                                                f"{target_len} target words): is the alignment of these files?")
+            raise error(f"link {link} is outside the sentence pair ({source_len} source and {target_len} target "
+                        f"words): is the alignment of these files?")
         links[j].append(i)
     return links
 
@@ -190,36 +197,45 @@ def _held_out(source: str, target: str, share: float) -> bool:
     return int.from_bytes(digest, "little") < share * 2.0 ** 64
 
 
-def aligned_sentences(source: str, target: str, alignment: str, encoding: str = "utf-8"):
-    """``(source words, target words, links per target word)`` of the aligned corpus, line by line; raises
-    FileLineError where the three files disagree."""
-    streams = [text_lines(path, encoding) for path in (source, target, alignment)]
-    line_no = 0
-    for line_no, ((_, src), (_, trg), (_, align)) in enumerate(zip(*streams), start=1):
-        src_words, trg_words = words(src.strip()), words(trg.strip())
-        if not trg_words:
-            continue
-        yield src_words, trg_words, read_alignment(align, len(src_words), len(trg_words), alignment, line_no)
-    for path, stream in zip((source, target, alignment), streams):
-        if next(stream, None) is not None:
-            shorter = [p for p, s in zip((source, target, alignment), streams) if s is not stream]
-            raise FileLineError(path, line_no + 1, f"has more lines than {' and '.join(shorter)}: the source, target "
-                                                   f"and alignment files must be line for line")
-    if line_no == 0:
-        raise ValueError(f"{target}: no sentences (the file is empty)")
+@reader
+def aligned_sentences(source: str, target: str, alignment: str, encoding: str = "utf-8", limit: int | None = None):
+    """``(source words, target words, links per target word)`` of each sentence pair of the aligned corpus that
+    has an alignment link, line by line (the first ``limit`` lines only, when given), as a
+    :class:`~mosesrnn.io.readers.Reader`: ``with aligned_sentences(...) as pairs:``.
+
+    A pair without a link is skipped (it has no affiliation to learn from); raises FileLineError where the three
+    files disagree, and ValueError naming the alignment when fewer than half of the pairs have a link (an
+    alignment of empty lines, or of another corpus)."""
+    pairs = linked = 0
+    with parallel_lines((source, target, alignment), encoding, limit) as rows:
+        for line_no, (src, trg, align) in rows:
+            src_words, trg_words = words(src.strip()), words(trg.strip())
+            if not trg_words:
+                continue
+            links = read_alignment(align, len(src_words), len(trg_words), alignment, line_no)
+            pairs += 1
+            if any(links):
+                linked += 1
+                yield src_words, trg_words, links
+    if not pairs:
+        raise ValueError(f"{target}: no sentences (the file is empty, or holds blank lines only)")
+    if linked < MIN_LINKED_SHARE * pairs:
+        raise ValueError(f"{alignment}: {linked} of the {pairs} sentence pairs have an alignment link: is it the word "
+                         f"alignment of {source} and {target} (Moses' i-j pairs, e.g. "
+                         f"model/aligned.grow-diag-final-and)?")
 
 
 def examples(pairs: Iterable[tuple[list[str], list[str], list[list[int]]]], vocabulary: JointVocabulary,
              window: int, order: int) -> ExampleSet:
-    """The training n-grams of aligned sentence pairs, ``</s>`` included (affiliated with the source's end)."""
+    """The training n-grams of aligned sentence pairs, ``</s>`` included (affiliated with the source's end); a pair
+    without a link is left out."""
     bos = (vocabulary.source_ids([BOS])[0], vocabulary.target_ids([BOS])[0])
     eos_source, eos_target = vocabulary.source_ids([EOS])[0], vocabulary.target_ids([EOS])[0]
     blocks, count = [], 0
     for src, trg, links in pairs:
-        links = [*links, [len(src)]]  # </s> with the source's end
-        affiliated = affiliations(links)
-        if affiliated[0] is None:
+        if not any(links):
             continue
+        affiliated = affiliations([*links, [len(src)]])  # </s> with the source's end
         blocks.append(window_examples(vocabulary.source_ids(src), [*vocabulary.target_ids(trg), eos_target],
                                       affiliated, window, order, bos, eos_source))
         count += len(trg)
@@ -235,8 +251,10 @@ def load_joint_data(source: str, target: str, alignment: str, *, window: int, or
     Validation: the sentence pairs whose hash falls in the first ``valid_share`` of the hash range.
     Raises FileLineError where the files disagree, ValueError for a corpus too small to train on."""
     train_pairs, valid_pairs = [], []
-    for pair in aligned_sentences(source, target, alignment, encoding):
-        (valid_pairs if _held_out(" ".join(pair[0]), " ".join(pair[1]), valid_share) else train_pairs).append(pair)
+    with aligned_sentences(source, target, alignment, encoding) as pairs:
+        for pair in pairs:
+            held_out = _held_out(" ".join(pair[0]), " ".join(pair[1]), valid_share)
+            (valid_pairs if held_out else train_pairs).append(pair)
     if not train_pairs or not valid_pairs:
         raise ValueError(f"{target}: {len(train_pairs) + len(valid_pairs)} sentence pairs are too few to hold out "
                          f"{valid_share:.1%} for validation and train on the rest: give a larger corpus or "

@@ -46,13 +46,13 @@ def joint_network(model: JointModel) -> NPLMNetwork:
                        array(network.output.weight), array(network.output.bias))
 
 
-def export_joint(model_path: str, output: str, force: bool = False) -> JointExport:
+def export_joint(model_path: str, output: str) -> JointExport:
     """Write the joint model file ``model_path`` for Moses: ``output`` (NPLM) and its companions
-    (:data:`EXPORT_FILES`). Raises ValueError for an existing ``output`` without ``force``, a ``.gz`` name,
-    a model that is not self-normalised, or one with two hidden layers."""
+    (:data:`EXPORT_FILES`). Raises ValueError for a ``.gz`` name, a model that is not self-normalised, or one
+    with two hidden layers."""
     model = load_joint_model(model_path)
     check_self_normalised(model.info, model_path)
-    write_nplm_file(output, joint_network(model), force)
+    write_nplm_file(output, joint_network(model))
     target_suffix, source_suffix, _ = EXPORT_FILES
     export = JointExport(output, model.order, model.source_window, output + target_suffix, output + source_suffix)
     for path, words in ((export.target_vocab, model.vocabulary.target), (export.source_vocab, model.vocabulary.source)):

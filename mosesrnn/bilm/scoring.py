@@ -106,13 +106,13 @@ def aligned(source: str, target: str, alignment: str, segmentation: str | None =
                               if target_words else [])
 
 
-def corpus_stats(model: JointModel, source: str, target: str, alignment: str, encoding: str = "utf-8") -> NgramStats:
-    """What the joint model makes of a held-out word-aligned corpus: NLL per token (words and ``</s>``, as in
-    training), perplexity, ``<unk>`` share and log Z (:class:`~mosesrnn.cslm.scoring.NgramStats`).
+def corpus_stats(model: JointModel, source: str, target: str, alignment: str, encoding: str = "utf-8",
+                 limit: int | None = None) -> NgramStats:
+    """What the joint model makes of a held-out word-aligned corpus (its first ``limit`` sentence pairs, when
+    given): NLL per token (words and ``</s>``, as in training), perplexity, ``<unk>`` share and log Z
+    (:class:`~mosesrnn.cslm.scoring.NgramStats`).
 
-    Raises ValueError for a corpus with no aligned sentence pair."""
-    data = examples(aligned_sentences(source, target, alignment, encoding), model.vocabulary, model.source_window,
-                    model.order)
-    if not len(data):
-        raise ValueError(f"{target}: no sentence pair with an alignment link to measure")
+    Raises ValueError for a corpus whose pairs mostly have no alignment link (:func:`aligned_sentences`)."""
+    with aligned_sentences(source, target, alignment, encoding, limit) as pairs:
+        data = examples(pairs, model.vocabulary, model.source_window, model.order)
     return ngram_stats(model.network, data, unknown=model.vocabulary.target_ids(["<unk>"])[0])

@@ -6,9 +6,11 @@ import logging
 import os
 from dataclasses import dataclass
 
+from ..cslm.config import MAX_ORDER
 from ..cslm.data import unigram_perplexity
 from ..cslm.model import CSLM
 from ..cslm.task import CSLMFamily, CSLMTask, LMTrainConfig, LMTrainResult, lm_result
+from ..io.roles import JOINT
 from ..train.driver import drive
 from ..train.loop import LAST
 from .config import JOINT_PRESETS, JOINT_RECIPE, joint_network_config
@@ -36,6 +38,11 @@ class JointTrainConfig(LMTrainConfig):
             raise ValueError(f"unknown preset {self.preset!r}; choose one of: {', '.join(JOINT_PRESETS)}")
         if not self.source or not self.alignment:
             raise ValueError("a joint model trains on a source file, a target file and their word alignment")
+        order, window = self.shape("order"), self.shape("source_window")
+        if 2 * window + 1 + order > MAX_ORDER:
+            raise ValueError(f"order {order} and source window {window} make n-grams of {2 * window + 1 + order} "
+                             f"words (2 x {window} + 1 source words and {order} target words), more than the "
+                             f"{MAX_ORDER} Moses' n-gram features hold: lower --order or --source-window")
         super().__post_init__()
 
     def setting(self, name: str):
@@ -83,6 +90,7 @@ class JointFamily(CSLMFamily):
     """The joint model for the training driver: the CSLM's, with its own data, task and files."""
 
     name = "joint model"
+    kind = JOINT
 
     def saved_model(self, config: JointTrainConfig, resumed: bool) -> JointModel | None:
         """The run's ``last.pt`` when it continues, else None."""

@@ -1,12 +1,13 @@
 """``mosesrnn topk``, ``perplexity``, ``embed`` and ``report``: looking into a trained model."""
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 
 import click
 
-from ..formats.text_file import read_lines
+from ..formats.text_file import parallel_lines, text_lines
 from ..io.compressed import atomic_text_output
 from .common import DEVICE, ENCODING, QUIET, THREADS, Command, load_model, setup_logging
 from .generate import MODEL_OPTION
@@ -65,7 +66,8 @@ def topk(table, model_path, k, sources, num_sources, min_words, min_candidates, 
                    "train` (INPUTS: SRC TRG ALIGNMENT).")
 @click.argument("inputs", nargs=-1, required=True, type=INPUT, metavar="SRC TRG | TABLE | TEXT... | SRC TRG ALIGN")
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed of the source shuffle.")
-@click.option("--max-pairs", type=click.IntRange(1), help="Use the first N pairs (a table: its first N unique pairs).")
+@click.option("--max-pairs", type=click.IntRange(1),
+              help="Measure the first N lines (of each TEXT; a table: its first N unique pairs).")
 @DEVICE
 @THREADS
 @ENCODING
@@ -90,20 +92,20 @@ def perplexity(model_path, inputs, seed, max_pairs, device, threads, encoding, q
     from ..io.roles import CSLM, JOINT
     setup_logging(quiet)
     if model_kind(model_path) == CSLM:
-        return _language_model_perplexity(model_path, inputs, threads, encoding)
+        return _language_model_perplexity(model_path, inputs, threads, encoding, max_pairs)
     if model_kind(model_path) == JOINT:
-        return _joint_model_perplexity(model_path, inputs, threads, encoding)
+        return _joint_model_perplexity(model_path, inputs, threads, encoding, max_pairs)
     from ..analysis.perplexity import TextPair
     from ..analysis.perplexity import perplexity as compute
     if len(inputs) not in (1, 2):
         raise click.UsageError("give SRC TRG (two files) or one phrase table")
-    pairs = _pairs(inputs, encoding, TextPair)[:max_pairs]
+    pairs = _pairs(inputs, encoding, TextPair, max_pairs)
     trained, device = load_model(model_path, device, threads)
     click.echo(compute(trained, pairs, seed=seed, device=device).summary())
 
 
-def _joint_model_perplexity(model_path: str, inputs, threads, encoding) -> None:
-    """``perplexity`` with a joint model: one line for SRC TRG ALIGNMENT."""
+def _joint_model_perplexity(model_path: str, inputs, threads, encoding, limit: int | None) -> None:
+    """``perplexity`` with a joint model: one line for SRC TRG ALIGNMENT (their first ``limit`` lines)."""
     import torch
 
     from ..bilm.model_file import load_joint_model
@@ -112,14 +114,14 @@ def _joint_model_perplexity(model_path: str, inputs, threads, encoding) -> None:
         raise click.UsageError("a joint model measures SRC TRG ALIGNMENT (three files: a word-aligned corpus)")
     if threads:
         torch.set_num_threads(threads)
-    stats = corpus_stats(load_joint_model(model_path), *inputs, encoding=encoding)
+    stats = corpus_stats(load_joint_model(model_path), *inputs, encoding=encoding, limit=limit)
     click.echo(f"{inputs[1]}: {stats.tokens} tokens (words and </s>): perplexity {stats.perplexity:.2f} per token "
                f"({100 * stats.unk_share:.1f}% <unk>; {stats.perplexity_known:.2f} over the others), log Z "
                f"{stats.log_z_mean:+.3f} ± {stats.log_z_std:.3f}")
 
 
-def _language_model_perplexity(model_path: str, texts, threads, encoding) -> None:
-    """``perplexity`` with a CSLM: one line per text."""
+def _language_model_perplexity(model_path: str, texts, threads, encoding, limit: int | None) -> None:
+    """``perplexity`` with a CSLM: one line per text (its first ``limit`` lines)."""
     import torch
 
     from ..cslm.model_file import load_language_model
@@ -128,7 +130,8 @@ def _language_model_perplexity(model_path: str, texts, threads, encoding) -> Non
         torch.set_num_threads(threads)
     trained = load_language_model(model_path)
     for path in texts:
-        sentences = read_lines(path, encoding)
+        with text_lines(path, encoding) as lines:
+            sentences = [text for _, text in itertools.islice(lines, limit)]
         stats = text_stats(trained, sentences, path)
         click.echo(f"{path}: {sum(1 for text in sentences if text.strip())} sentences, {stats.tokens} tokens "
                    f"(</s> included), {stats.unk_share:.2%} <unk>: perplexity {stats.perplexity:.2f} (<unk> as a "
@@ -136,14 +139,19 @@ def _language_model_perplexity(model_path: str, texts, threads, encoding) -> Non
                    f"± {stats.log_z_std:.3f}")
 
 
-def _pairs(inputs, encoding, TextPair):
+def _pairs(inputs, encoding, TextPair, limit: int | None):
+    """The first ``limit`` (None: all) line pairs of SRC TRG, or unique pairs of a table."""
     if len(inputs) == 2:
-        sources, targets = read_lines(inputs[0], encoding), read_lines(inputs[1], encoding)
-        if len(sources) != len(targets):
-            raise ValueError(f"{inputs[0]} has {len(sources)} lines, {inputs[1]} {len(targets)}")
-        return [TextPair(s, t) for s, t in zip(sources, targets)]
+        with parallel_lines(inputs, encoding, limit) as rows:
+            return [TextPair(*texts) for _, texts in rows]
     from ..formats.phrase_table import read_entries
-    return list(dict.fromkeys(TextPair(e.source, e.target) for e in read_entries(inputs[0], encoding)))
+    unique: dict = {}
+    with read_entries(inputs[0], encoding) as entries:
+        for entry in entries:
+            unique[TextPair(entry.source, entry.target)] = None
+            if len(unique) == limit:
+                break
+    return list(unique)
 
 
 @click.command(cls=Command)
@@ -212,14 +220,15 @@ def _distinct_sources(path: str, limit: int, encoding: str, seed: int) -> list[s
 
     from ..formats.phrase_table import read_entries
     rng, chosen, seen, previous = random.Random(seed), [], 0, None
-    for entry in read_entries(path, encoding):
-        if entry.source == previous:
-            continue
-        previous, seen = entry.source, seen + 1
-        if len(chosen) < limit:
-            chosen.append((seen, entry.source))
-        elif (slot := rng.randrange(seen)) < limit:
-            chosen[slot] = (seen, entry.source)
+    with read_entries(path, encoding) as entries:
+        for entry in entries:
+            if entry.source == previous:
+                continue
+            previous, seen = entry.source, seen + 1
+            if len(chosen) < limit:
+                chosen.append((seen, entry.source))
+            elif (slot := rng.randrange(seen)) < limit:
+                chosen[slot] = (seen, entry.source)
     return list(dict.fromkeys(source for _, source in sorted(chosen)))
 
 

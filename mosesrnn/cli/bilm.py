@@ -4,9 +4,20 @@ from __future__ import annotations
 import click
 
 from ..bilm.config import EXPORT_FILES, JOINT_PRESETS
-from ..io.roles import output_file
-from .common import LR_DECAY, MIN_LR, NGRAM_RUN, QUIET, WARMUP, Command, end_training, layer_sizes, setup_logging
-from .paths import INPUT, JOINT_MODEL, PathParam, output_folder_writing
+from .common import (
+    CLIP_NORM,
+    LR_DECAY,
+    MIN_LR,
+    NGRAM_RUN,
+    QUIET,
+    WARMUP,
+    Command,
+    FiniteFloat,
+    end_training,
+    layer_sizes,
+    setup_logging,
+)
+from .paths import INPUT, JOINT_MODEL, kept_output_with, output_folder_writing
 
 __all__ = ["bilm"]
 
@@ -35,7 +46,7 @@ def bilm() -> None:
 @click.argument("alignment", type=INPUT)
 @click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*JOINT_FOLDER_FILES),
               help="Model directory: best.pt, last.pt, state.pt, train.jsonl and loss.png go here.")
-@click.option("--valid-share", default=0.01, show_default=True, type=click.FloatRange(0, 1, min_open=True,
+@click.option("--valid-share", default=0.01, show_default=True, type=FiniteFloat(0, 1, min_open=True,
               max_open=True), help="Share of the sentence pairs held out (by hash) for validation.")
 @click.option("--preset", type=click.Choice(list(JOINT_PRESETS)), default="moses", show_default=True,
               help="moses = Devlin's windows (3 target words of history, 11 source words), 192-dim embeddings, "
@@ -50,14 +61,15 @@ def bilm() -> None:
 @click.option("--embed-dim", type=click.IntRange(1), help="Advanced: override the preset's embedding size.")
 @click.option("--hidden", "hidden_dims", callback=layer_sizes, metavar="SIZES",
               help="Advanced: the hidden layers' sizes (one layer for Moses: NPLM misevaluates two).")
-@click.option("--self-norm", default=0.1, show_default=True, type=click.FloatRange(0),
+@click.option("--self-norm", default=0.1, show_default=True, type=FiniteFloat(0),
               help="alpha of the (log Z)^2 penalty of --estimator softmax (NCE self-normalises by itself).")
 @click.option("--batch-size", type=click.IntRange(1), help="n-grams per update [default: the recipe's, 512].")
-@click.option("--learning-rate", type=click.FloatRange(0, min_open=True), help="Adam's rate [default: 2e-3].")
+@click.option("--learning-rate", type=FiniteFloat(0, min_open=True), help="Adam's rate [default: 2e-3].")
 @WARMUP
 @LR_DECAY
 @MIN_LR
-@click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), help="[default: the recipe's, 0.3]")
+@CLIP_NORM
+@click.option("--dropout", type=FiniteFloat(0, 1, max_open=True), help="[default: the recipe's, 0.3]")
 @click.option("--estimator", type=click.Choice(["softmax", "nce"]), help="[default: the recipe's, nce]")
 @click.option("--noise-samples", type=click.IntRange(1), help="k of NCE [default: the recipe's, 500].")
 @click.option("--output-bias", type=click.Choice(["uniform", "unigram"]), help="[default: the recipe's, unigram]")
@@ -82,11 +94,11 @@ def train(**options):
 @bilm.command("export", cls=Command)
 @click.option("-m", "--model", "model_path", required=True, type=JOINT_MODEL,
               help="A joint model file from `mosesrnn bilm train` (best.pt).")
-@click.option("-o", "--output", required=True, type=PathParam(output_file(*EXPORT_FILES)),
+@click.option("-o", "--output", required=True, type=kept_output_with(*EXPORT_FILES),
               help="The NPLM file for Moses (plain text); OUTPUT.target and OUTPUT.source (the vocabularies) and "
-                   "OUTPUT.json (the windows) are written beside it. Refused if it exists, unless --force.")
-@click.option("--force", is_flag=True, help="Replace an existing OUTPUT.")
-def export(model_path, output, force):
+                   "OUTPUT.json (the windows) are written beside it. Refused if any of them exists, unless --force.")
+@click.option("--force", is_flag=True, help="Replace an existing OUTPUT and the files beside it.")
+def export(model_path, output, force):  # --force reaches the run's job (declared_paths)
     """Write a joint model for Moses' BilingualNPLM: NPLM's text format and the two vocabulary files.
 
     Only one-hidden-layer, self-normalised models are written (Moses reads the raw scores).
@@ -101,7 +113,7 @@ def export(model_path, output, force):
     from moses_integration.bilingual_lm import bilingual_lm_feature
 
     from ..bilm.export import export_joint
-    done = export_joint(model_path, output, force)
+    done = export_joint(model_path, output)
     line = bilingual_lm_feature(done.order, done.source_window, *map(os.path.abspath, (output, done.source_vocab,
                                                                                        done.target_vocab)))
     click.echo(f"wrote {output}, {done.target_vocab} and {done.source_vocab}: order {done.order}, source window "

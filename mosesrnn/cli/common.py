@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 import sys
 from typing import Callable
@@ -14,8 +15,25 @@ from ..io.roles import Role
 from ..runtime import DEVICES, DTYPES
 from .paths import PathParam
 
-__all__ = ["ENCODING", "QUIET", "DEVICE", "DTYPE", "THREADS", "setup_logging", "Command", "CommandGroup", "layer_sizes",
-           "declared_paths", "load_model", "parse_duration", "duration", "end_training"]
+__all__ = ["FiniteFloat", "ENCODING", "QUIET", "DEVICE", "DTYPE", "THREADS", "CLIP_NORM", "setup_logging", "Command",
+           "CommandGroup", "layer_sizes", "declared_paths", "load_model", "parse_duration", "duration", "end_training"]
+
+
+class FiniteFloat(click.FloatRange):
+    """The type of every number option: a float in the range (as click's FloatRange; no bounds: any), and finite.
+
+    click's range lets ``nan`` through (it compares false with both bounds) and ``inf`` past an open top, so a run
+    would read its data and fail at its first update, or write ``nan`` into a moses.ini."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        """``value`` as a float in the range; refused (exit status 2) when it is nan or infinite."""
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
 
 ENCODING = click.option(
     "--encoding", default="utf-8", show_default=True,
@@ -35,8 +53,10 @@ WARMUP = click.option("--warmup", type=click.IntRange(0),
 LR_DECAY = click.option("--lr-decay", type=click.Choice(["none", "linear", "cosine"]),
                         help="Decay the learning rate to --min-lr times it at --max-updates, else at the end of "
                              "--max-time (without either: none) [default: the preset's recipe].")
-MIN_LR = click.option("--min-lr", default=0.0, show_default=True, type=click.FloatRange(0, 1),
+MIN_LR = click.option("--min-lr", default=0.0, show_default=True, type=FiniteFloat(0, 1),
                       help="The decayed rate at the end, as a share of the learning rate.")
+CLIP_NORM = click.option("--clip-norm", type=FiniteFloat(0, min_open=True),
+                         help="Clip the gradient to this L2 norm [default: no clipping].")
 
 
 def setup_logging(quiet: bool) -> None:
@@ -55,7 +75,7 @@ def setup_logging(quiet: bool) -> None:
 
 def declared_paths(command: click.Command, params: dict) -> list[tuple[Role, str]]:
     """``(role, path)`` of every path the command's parameters name (:mod:`mosesrnn.cli.paths`), those inside a
-    tuple option (``--also NAME INI``) included."""
+    tuple option (``--also NAME INI``) included; given ``--force``, the outputs it keeps are replaced instead."""
     pairs = []
     for param in command.params:
         value = params.get(param.name)
@@ -66,7 +86,7 @@ def declared_paths(command: click.Command, params: dict) -> list[tuple[Role, str
             for item in (value if param.multiple else [value]):
                 pairs += [pair for kind, part in zip(param.type.types, item) if isinstance(kind, PathParam)
                           for pair in kind.role.named(label).declare(part)]
-    return pairs
+    return [(role.replacing(), path) for role, path in pairs] if params.get("force") else pairs
 
 
 class Command(click.Command):

@@ -77,8 +77,9 @@ def _options(encoding: str, sentences: bool) -> list:
                           "model)."),
         DEVICE,
         DTYPE,
-        click.option("--batch-tokens", default=4096, show_default=True, type=click.IntRange(1),
-                     help="Target tokens (rows x longest length) per decoder batch."),
+        click.option("--batch-tokens", type=click.IntRange(1),
+                     help="Target tokens (rows x longest length) per decoder batch [default: 4096 on a CPU, "
+                          "32768 on a GPU]."),
         THREADS,
     ]
 

@@ -7,9 +7,20 @@ from __future__ import annotations
 import click
 
 from ..cslm.config import LM_PRESETS, MAX_ORDER
-from ..io.roles import output_file
-from .common import LR_DECAY, MIN_LR, NGRAM_RUN, QUIET, WARMUP, Command, end_training, layer_sizes, setup_logging
-from .paths import CSLM_MODEL, INPUT, PathParam, output_folder_writing
+from .common import (
+    CLIP_NORM,
+    LR_DECAY,
+    MIN_LR,
+    NGRAM_RUN,
+    QUIET,
+    WARMUP,
+    Command,
+    FiniteFloat,
+    end_training,
+    layer_sizes,
+    setup_logging,
+)
+from .paths import CSLM_MODEL, INPUT, kept_output_with, output_folder_writing
 
 __all__ = ["lm"]
 
@@ -36,7 +47,7 @@ def lm() -> None:
               help="Model directory: best.pt, last.pt, state.pt, train.jsonl and loss.png go here.")
 @click.option("--valid", type=INPUT,
               help="Validation text (e.g. the dev set's target side); default: --valid-share of CORPUS, by hash.")
-@click.option("--valid-share", default=0.01, show_default=True, type=click.FloatRange(0, 1, min_open=True,
+@click.option("--valid-share", default=0.01, show_default=True, type=FiniteFloat(0, 1, min_open=True,
               max_open=True), help="Share of CORPUS's sentences held out for validation when there is no --valid.")
 @click.option("--preset", type=click.Choice(list(LM_PRESETS)), default="moses", show_default=True,
               help="paper = C14's 7-gram, 512-dim embeddings, hidden 1536+1024, 15,000 words (two hidden layers: "
@@ -48,16 +59,17 @@ def lm() -> None:
 @click.option("--embed-dim", type=click.IntRange(1), help="Advanced: override the preset's embedding size.")
 @click.option("--hidden", "hidden_dims", callback=layer_sizes, metavar="SIZES",
               help="Advanced: the hidden layers' sizes, e.g. 512 or 1536,1024.")
-@click.option("--self-norm", default=0.1, show_default=True, type=click.FloatRange(0),
+@click.option("--self-norm", default=0.1, show_default=True, type=FiniteFloat(0),
               help="alpha of the (log Z)^2 penalty that makes the raw scores log-probabilities (Devlin et al. "
                    "2014); Moses reads the raw scores.")
 @click.option("--batch-size", type=click.IntRange(1), help="n-grams per update [default: the preset's recipe].")
-@click.option("--learning-rate", type=click.FloatRange(0, min_open=True),
+@click.option("--learning-rate", type=FiniteFloat(0, min_open=True),
               help="Adam's learning rate [default: the preset's recipe].")
 @WARMUP
 @LR_DECAY
 @MIN_LR
-@click.option("--dropout", type=click.FloatRange(0, 1, max_open=True),
+@CLIP_NORM
+@click.option("--dropout", type=FiniteFloat(0, 1, max_open=True),
               help="Dropout on the context embeddings and the hidden layer, in training only (the model Moses "
                    "reads is the same network) [default: the preset's recipe].")
 @click.option("--estimator", type=click.Choice(["softmax", "nce"]),
@@ -88,11 +100,11 @@ def train(**options):
 @lm.command("export", cls=Command)
 @click.option("-m", "--model", "model_path", required=True, type=CSLM_MODEL,
               help="A CSLM file from `mosesrnn lm train` (best.pt).")
-@click.option("-o", "--output", required=True, type=PathParam(output_file()),
+@click.option("-o", "--output", required=True, type=kept_output_with(),
               help="The NPLM file for Moses (plain text, written whole or not at all); refused if it exists, "
                    "unless --force.")
 @click.option("--force", is_flag=True, help="Replace an existing OUTPUT.")
-def export(model_path, output, force):
+def export(model_path, output, force):  # --force reaches the run's job (declared_paths)
     """Write a CSLM in NPLM's text format, the file Moses' NeuralLM reads (`NeuralLM ... path=OUTPUT`).
 
     Only one-hidden-layer models are written: NPLM, as Moses loads it, evaluates a two-hidden-layer
@@ -108,7 +120,7 @@ def export(model_path, output, force):
     from moses_integration.neural_lm import neural_lm_feature
 
     from ..cslm.export import export_cslm
-    trained = export_cslm(model_path, output, force)
+    trained = export_cslm(model_path, output)
     config = trained.model.config
     click.echo(f"wrote {output}: {config.order}-gram, {config.vocab_size} words, one hidden layer of "
                f"{config.hidden_dims[0]}; in moses.ini: {neural_lm_feature(config.order, os.path.abspath(output))}",

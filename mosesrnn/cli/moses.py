@@ -21,7 +21,7 @@ from moses_integration.tools import MosesToolError, format_command
 
 from ..bilm.config import EXPORT_FILES as JOINT_EXPORT_FILES
 from ..io.roles import input_file
-from .common import DEVICE, DTYPE, QUIET, Command, setup_logging
+from .common import DEVICE, DTYPE, QUIET, Command, FiniteFloat, setup_logging
 from .features import check_feature_names
 from .paths import (
     CSLM_MODEL,
@@ -61,12 +61,13 @@ def _comma_list(ctx, param, value):
 
 
 def _float_list(ctx, param, value):
-    """Split ``0.1,-0.1`` into a tuple of floats (None stays None)."""
+    """Split ``0.1,-0.1`` into a tuple of finite floats (None stays None)."""
     items = _comma_list(ctx, param, value)
     try:
-        return None if items is None else tuple(float(item) for item in items)
+        numbers = None if items is None else tuple(float(item) for item in items)
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a comma-separated list of numbers", ctx, param) from None
+    return None if numbers is None else tuple(FiniteFloat().convert(number, param, ctx) for number in numbers)
 
 
 _DEFAULTS_TEXT = ", ".join(f"{name} {weight:+g}" for name, weight in DEFAULT_WEIGHTS.items())
@@ -104,12 +105,12 @@ _DEFAULTS_TEXT = ", ".join(f"{name} {weight:+g}" for name, weight in DEFAULT_WEI
 @click.option("--cslm", type=INPUT, metavar="NPLM",
               help="Add the CSLM inside the decoder: a NeuralLM feature (Moses built --with-nplm) reading this NPLM "
                    "file from `mosesrnn lm export`, its order read from the file, and its weight.")
-@click.option("--cslm-weight", default=0.1, show_default=True, type=float,
+@click.option("--cslm-weight", default=0.1, show_default=True, type=FiniteFloat(),
               help="The NeuralLM feature's initial weight (tune it with `mosesrnn tune`).")
 @click.option("--bilm", type=PathParam(input_file(*JOINT_EXPORT_FILES)), metavar="NPLM",
               help="Add the joint model inside the decoder: a BilingualNPLM feature (Moses built --with-nplm) reading "
                    "this file from `mosesrnn bilm export`, its windows and vocabularies from the files beside it.")
-@click.option("--bilm-weight", default=0.1, show_default=True, type=float,
+@click.option("--bilm-weight", default=0.1, show_default=True, type=FiniteFloat(),
               help="The BilingualNPLM feature's initial weight (tune it with `mosesrnn tune`).")
 @click.option("-o", "--output", default="-", show_default=True, type=OUTPUT,
               help="The new moses.ini ('-' for stdout; written whole or not at all; never over INI).")

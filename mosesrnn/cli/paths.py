@@ -16,6 +16,7 @@ from ..io.roles import (
     Role,
     input_file,
     input_folder,
+    kept_output,
     model_file,
     named_only,
     output_file,
@@ -26,8 +27,8 @@ from ..io.roles import (
 
 __all__ = ["PathParam", "INPUT", "INPUT_FOLDER", "MODEL", "CSLM_MODEL", "JOINT_MODEL", "ANY_MODEL", "OUTPUT",
            "PROGRAM_OUTPUT",
-           "PLACE", "SCORED_TABLE", "MODEL_FOLDER_FILES", "input_with", "output_with", "output_folder_writing",
-           "output_prefix_of"]
+           "PLACE", "SCORED_TABLE", "MODEL_FOLDER_FILES", "input_with", "output_with", "kept_output_with",
+           "output_folder_writing", "output_prefix_of"]
 
 #: What the trainers write inside their output folder (no input may be one of these).
 MODEL_FOLDER_FILES = ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png", "vocab")
@@ -73,6 +74,11 @@ def input_with(*companions: str) -> PathParam:
 def output_with(*companions: str) -> PathParam:
     """A file written whole or not at all (``-``: stdout), and the files written beside it."""
     return PathParam(output_file(*companions), allow_dash=True)
+
+
+def kept_output_with(*companions: str) -> PathParam:
+    """A file written, and the files beside it, where none of them exists yet unless ``--force`` is given."""
+    return PathParam(kept_output(*companions))
 
 
 def output_folder_writing(*names: str) -> PathParam:

@@ -7,7 +7,7 @@ import click
 
 from ..api import prune_table
 from ..runtime.progress import Progress
-from .common import ENCODING, QUIET, Command, setup_logging
+from .common import ENCODING, QUIET, Command, FiniteFloat, setup_logging
 from .paths import INPUT, OUTPUT, input_with, output_with
 
 __all__ = ["prune"]
@@ -20,9 +20,9 @@ log = logging.getLogger("mosesrnn")
 @click.option("-o", "--output", required=True, type=output_with(".json"),
               help="The pruned table (.gz is compressed; written whole or not at all); OUTPUT.json records how.")
 @click.option("--top", type=click.IntRange(1), help="Keep the K best targets of each source phrase.")
-@click.option("--margin", type=click.FloatRange(0), metavar="NATS",
+@click.option("--margin", type=FiniteFloat(0), metavar="NATS",
               help="Keep the targets within this many nats (log score) of their source's best.")
-@click.option("--share", type=click.FloatRange(0, 1, min_open=True), metavar="FRACTION",
+@click.option("--share", type=FiniteFloat(0, 1, min_open=True), metavar="FRACTION",
               help="Keep this share of the table's lines: the margin that keeps it, found in a first pass.")
 @click.option("--column", type=int, metavar="N",
               help="Rank by score column N (0-based; 2 is p(e|f) in Moses' order p(f|e) lex(f|e) p(e|f) lex(e|f)) "

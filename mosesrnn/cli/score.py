@@ -7,7 +7,7 @@ import click
 
 from ..api import score_table
 from ..runtime.progress import Progress
-from .common import ENCODING, QUIET, Command, setup_logging
+from .common import ENCODING, QUIET, Command, FiniteFloat, setup_logging
 from .features import feature_options
 from .paths import SCORED_TABLE, input_with
 
@@ -21,6 +21,22 @@ def _shard(ctx, param, value):
         return str(ShardSpec.parse(value))
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
+
+
+class WorkerCount(click.ParamType):
+    """``--workers N`` (N >= 0) or ``auto`` (None: chosen from the table's size and the cores)."""
+
+    name = "N|auto"
+
+    def convert(self, value, param, ctx):
+        """The count, or None for auto."""
+        if value is None or isinstance(value, int):
+            return value
+        if value == "auto":
+            return None
+        if not value.isdigit():
+            self.fail(f"must be a number of processes (0 or more) or auto, not {value!r}", param, ctx)
+        return int(value)
 
 
 @click.command(cls=Command)
@@ -38,14 +54,19 @@ def _shard(ctx, param, value):
                    "default, when there is one), or start over.")
 @click.option("--checkpoint-every", default=25, show_default=True, type=click.IntRange(1),
               help="Chunks between checkpoints (each ends a gzip member and records progress).")
-@click.option("--checkpoint-minutes", default=5.0, show_default=True, type=click.FloatRange(0, min_open=True),
+@click.option("--checkpoint-minutes", default=5.0, show_default=True, type=FiniteFloat(0, min_open=True),
               help="Also checkpoint after the first chunk that ends this long after the last checkpoint.")
 @click.option("--chunk-lines", default=20000, show_default=True, type=click.IntRange(1),
               help="Lines read, scored and written per chunk.")
+@click.option("--workers", default="auto", show_default=True, type=WorkerCount(),
+              help="Processes that parse, encode and format the chunks beside the one that runs the models, "
+                   "so that a GPU is kept busy (the output is the same). 0: all in one process. auto: one a core "
+                   "but one, at most 8, and none for a table under 8 MB. Without --threads, the model's CPU "
+                   "threads are the cores the workers leave.")
 @ENCODING
 @QUIET
 def score(table, output, features, shard, resume, checkpoint_every, checkpoint_minutes, chunk_lines,
-          encoding, quiet):
+          workers, encoding, quiet):
     """Append feature columns to every line of a phrase table.
 
     The values go at the end of the third (scores) field, where Moses reads dense features;
@@ -60,6 +81,7 @@ def score(table, output, features, shard, resume, checkpoint_every, checkpoint_m
     Example:
       mosesrnn score examples/phrase-table.gz -m model.pt -o scored.gz
       mosesrnn score examples/phrase-table.gz --vocab vocab/ --features unk -o scored.gz
+      mosesrnn score big.gz -m model.pt --device cuda --workers 15 -o scored.gz
       mosesrnn score big.gz -m model.pt --shard 3/8 -o part3.gz   # then: mosesrnn merge part*.gz -o all.gz
       srun -n 8 mosesrnn score big.gz -m model.pt --shard auto -o part-$SLURM_PROCID.gz
     """
@@ -67,6 +89,7 @@ def score(table, output, features, shard, resume, checkpoint_every, checkpoint_m
     with Progress("scoring", quiet=quiet) as progress:
         summary = score_table(table, output, features, encoding=encoding, chunk_lines=chunk_lines, shard=shard,
                               resume=resume, checkpoint_every=checkpoint_every,
-                              checkpoint_minutes=checkpoint_minutes, progress=progress.update_position)
+                              checkpoint_minutes=checkpoint_minutes, workers=workers,
+                              progress=progress.update_position)
     log.info("scored %d lines (%d-%d) in %.1f s (%.0f lines/s); signature: %s", summary.lines,
              summary.first_line, summary.last_line, summary.seconds, summary.lines_per_second, summary.signature)

@@ -9,6 +9,7 @@ import click
 from ..encdec.architectures import ARCHITECTURES
 from ..encdec.direction import DIRECTIONS, SOURCE_TO_TARGET
 from .common import (
+    CLIP_NORM,
     DEVICE,
     ENCODING,
     LR_DECAY,
@@ -17,6 +18,7 @@ from .common import (
     THREADS,
     WARMUP,
     Command,
+    FiniteFloat,
     duration,
     end_training,
     setup_logging,
@@ -46,7 +48,7 @@ from .paths import INPUT, INPUT_FOLDER, MODEL_FOLDER_FILES, output_folder_writin
 @click.option("--vocab-size", type=click.IntRange(1), help="Shortlist size per language when building them.")
 @click.option("--max-phrase-len", type=click.IntRange(1),
               help="Skip pairs with more words than this on either side (default: keep all).")
-@click.option("--valid-share", default=0.01, show_default=True, type=click.FloatRange(0, 1, min_open=True,
+@click.option("--valid-share", default=0.01, show_default=True, type=FiniteFloat(0, 1, min_open=True,
               max_open=True), help="Share of input phrases (by hash) held out for validation.")
 @click.option("--valid-size", type=click.IntRange(1),
               help="Hold out about N pairs instead (whole input phrases, smallest hashes first).")
@@ -60,11 +62,10 @@ from .paths import INPUT, INPUT_FOLDER, MODEL_FOLDER_FILES, output_folder_writin
 @click.option("--optimizer", type=click.Choice(["adadelta", "adam"]),
               help="[default: the preset's: paper = Adadelta (rho 0.95, eps 1e-6) as in the paper; small = Adam, "
                    "with the schedule below]")
-@click.option("--learning-rate", type=click.FloatRange(0, min_open=True),
+@click.option("--learning-rate", type=FiniteFloat(0, min_open=True),
               help="[default: 1.0 for Adadelta; 1e-2 for Adam under the small preset, else 3e-3]; not scaled "
                    "with the number of processes.")
-@click.option("--clip-norm", type=click.FloatRange(0, min_open=True),
-              help="Clip the gradient to this L2 norm (default: no clipping, as in the paper).")
+@CLIP_NORM
 @WARMUP
 @LR_DECAY
 @MIN_LR
@@ -74,7 +75,7 @@ from .paths import INPUT, INPUT_FOLDER, MODEL_FOLDER_FILES, output_folder_writin
 @click.option("--output-bias", type=click.Choice(["zero", "unigram"]),
               help="Start the softmax bias at 0 (the paper) or at the log unigram distribution of the targets "
                    "[default: small unigram, paper zero].")
-@click.option("--self-norm", type=click.FloatRange(0), metavar="ALPHA",
+@click.option("--self-norm", type=FiniteFloat(0), metavar="ALPHA",
               help="Train self-normalised: add ALPHA x (log Z)^2 per predicted position to the loss, so that "
                    "log Z (the softmax normaliser) stays near 0 and `score --normalizer skip` may leave it out; "
                    "validation then reports log Z's mean and spread. 0.1-1 with --clip-norm 1 (without it, "

@@ -1,6 +1,7 @@
 """``mosesrnn vocab``: the source and target shortlists of a phrase table, or SentencePiece models."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 
@@ -59,8 +60,8 @@ def vocab(table, output_dir, size, target_size, spm_type, joint, byte_fallback, 
     if spm_type is not None:
         return _subwords(table, output_dir, spm_type, size, target_size, joint, byte_fallback, threads,
                          encoding, quiet)
-    with Progress("reading", quiet=quiet) as bar:
-        vocabularies, report = build_vocabularies(bar.track(read_entries(table, encoding)), size, target_size)
+    with Progress("reading", quiet=quiet) as bar, read_entries(table, encoding) as entries:
+        vocabularies, report = build_vocabularies(bar.track(entries), size, target_size)
     vocabularies.save(output_dir)
     log.info("%s", report)
     log.info("wrote %s (%d words) and %s (%d words)", os.path.join(output_dir, "source.vocab"),
@@ -69,9 +70,9 @@ def vocab(table, output_dir, size, target_size, spm_type, joint, byte_fallback, 
 
 def _subwords(table, output_dir, spm_type, size, target_size, joint, byte_fallback, threads, encoding, quiet):
     """Train and write the SentencePiece models (``vocab --spm``)."""
-    with Progress("reading", quiet=quiet) as bar:
-        models = train_subwords(lambda: bar.track(read_entries(table, encoding)), spm_type, size,
-                                target_size, joint=joint, byte_fallback=byte_fallback, threads=threads)
+    with Progress("reading", quiet=quiet) as bar, contextlib.ExitStack() as readers:
+        models = train_subwords(lambda: bar.track(readers.enter_context(read_entries(table, encoding))), spm_type,
+                                size, target_size, joint=joint, byte_fallback=byte_fallback, threads=threads)
     models.save(output_dir)
     source, target = (len(tokenizer.pieces()) for tokenizer in models.tokenizers())
     kind = f"a joint {spm_type} model" if models.joint else f"{spm_type} models"

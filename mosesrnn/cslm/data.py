@@ -100,7 +100,8 @@ class LMData:
 
 
 def _sentences(path: str, encoding: str) -> list[tuple[int, list[str]]]:
-    found = [(line_no, words(text.strip())) for line_no, text in text_lines(path, encoding)]
+    with text_lines(path, encoding) as lines:
+        found = [(line_no, words(text.strip())) for line_no, text in lines]
     found = [(line_no, tokens) for line_no, tokens in found if tokens]
     if not found:
         raise ValueError(f"{path}: no sentences (the file is empty or holds only blank lines)")

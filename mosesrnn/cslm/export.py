@@ -51,12 +51,12 @@ def check_self_normalised(info: dict, path: str) -> None:
                          f"+-{SELF_NORMALISED} is needed): train it with --self-norm 0.1 or more")
 
 
-def export_cslm(model_path: str, output: str, force: bool = False) -> TrainedLM:
+def export_cslm(model_path: str, output: str) -> TrainedLM:
     """Write the CSLM file ``model_path`` to ``output`` in NPLM's format for Moses' NeuralLM.
 
-    Raises ValueError for an existing ``output`` without ``force``, a ``.gz`` name, a model that is not
-    self-normalised, or one with two hidden layers. Returns the exported model."""
+    Raises ValueError for a ``.gz`` name, a model that is not self-normalised, or one with two hidden layers.
+    Returns the exported model."""
     trained = load_language_model(model_path)
     check_self_normalised(trained.info, model_path)
-    write_nplm_file(output, cslm_network(trained.model, trained.codec.vocabulary.itos), force)
+    write_nplm_file(output, cslm_network(trained.model, trained.codec.vocabulary.itos))
     return trained

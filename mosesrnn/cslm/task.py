@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..io.roles import CSLM as CSLM_KIND
 from ..runtime.devices import resolve_device
 from ..text.codec import Codec
 from ..text.tokenizers import MosesWords
@@ -210,6 +211,7 @@ class CSLMFamily:
     free_on_resume = frozenset(_FREE_ON_RESUME)
     plot_unit = "token"
     name = "CSLM"
+    kind = CSLM_KIND
 
     def check_resume(self, config: LMTrainConfig) -> None:
         """Nothing beyond the config: a resumed run keeps its vocabulary (read from its last.pt)."""

@@ -1,11 +1,12 @@
-"""Padded id tensors for the model."""
+"""Padded id tensors for the model, from lists of ids (search, training batches, analysis)."""
 from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import torch
 
-from .config import EOS_ID, PAD_ID
+from ..text.id_arrays import IdArrays
 
 __all__ = ["pad"]
 
@@ -16,11 +17,7 @@ def pad(sequences: Sequence[Sequence[int]], append_eos: bool = False) -> tuple[t
     Returns ``(ids, lengths)`` of shapes ``(B, T)`` and ``(B,)``; with ``append_eos`` every
     sequence gets EOS_ID at its end (targets do, sources don't), counted in its length.
     """
-    extra = 1 if append_eos else 0
-    lengths = torch.tensor([len(sequence) + extra for sequence in sequences], dtype=torch.long)
-    ids = torch.full((len(sequences), int(lengths.max()) if len(sequences) else 0), PAD_ID, dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-        ids[row, :len(sequence)] = torch.as_tensor(sequence, dtype=torch.long)
-        if append_eos:
-            ids[row, len(sequence)] = EOS_ID
-    return ids, lengths
+    lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
+    flat = np.fromiter((i for sequence in sequences for i in sequence), dtype=np.int64, count=int(lengths.sum()))
+    ids, lengths = IdArrays(flat, lengths).padded(np.arange(len(sequences)), append_eos)
+    return torch.from_numpy(ids), torch.from_numpy(lengths)

@@ -19,16 +19,15 @@ of the input's Moses words, whatever the tokenizer, so word and subword runs hol
 from __future__ import annotations
 
 import hashlib
-import itertools
 from array import array
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 
 import numpy as np
 import torch
 
 from ..formats.phrase_table import read_entries
-from ..formats.text_file import text_lines
+from ..formats.text_file import parallel_lines
 from ..text.codec import Codec, CodecPair
 from ..text.tokenizers import MosesWords, Tokenizer, words
 from ..text.vocab import EOS_ID, PAD_ID, RESERVED, UNK_ID, Vocabulary, VocabularyPair, shortlist, unique_pairs
@@ -229,8 +228,9 @@ def load_table(path: str, *, direction: str = SOURCE_TO_TARGET, vocabularies: Vo
     FileNotFoundError or ValueError.
     """
     collector = _Collector(_reverse(direction), max_len)
-    pairs = ((entry.source, entry.target) for entry in unique_pairs(read_entries(path, encoding)))
-    _collect(collector, progress(pairs), tokenizers)
+    with read_entries(path, encoding) as entries:
+        pairs = ((entry.source, entry.target) for entry in unique_pairs(entries))
+        _collect(collector, progress(pairs), tokenizers)
     return _finish(collector, tokenizers, vocab_size, vocabularies, valid_share, valid_size,
                    f"phrase table {path} (unique pairs)")
 
@@ -245,7 +245,8 @@ def load_corpus(source_path: str, target_path: str, *, direction: str = SOURCE_T
     Raises FileNotFoundError, or ValueError if the files differ in length or are not ``encoding``.
     """
     collector = _Collector(_reverse(direction), max_len)
-    _collect(collector, progress(_aligned_lines(source_path, target_path, encoding)), tokenizers)
+    with parallel_lines((source_path, target_path), encoding) as rows:
+        _collect(collector, progress(texts for _, texts in rows), tokenizers)
     return _finish(collector, tokenizers, vocab_size, vocabularies, valid_share, valid_size,
                    f"corpus {source_path} + {target_path}")
 
@@ -266,14 +267,3 @@ def _collect(collector: _Collector, pairs: Iterable[tuple[str, str]], tokenizers
 
 def _reverse(direction: str) -> bool:
     return check_direction(direction) == TARGET_TO_SOURCE
-
-
-def _aligned_lines(source_path: str, target_path: str, encoding: str) -> Iterator[tuple[str, str]]:
-    """Yield line pairs without their line ends; raise ValueError at the first mismatch, and
-    FileLineError (file:line) for undecodable text or truncated compressed data."""
-    pairs = itertools.zip_longest(text_lines(source_path, encoding), text_lines(target_path, encoding))
-    for line_no, (source, target) in enumerate(pairs, start=1):
-        if source is None or target is None:
-            shorter = source_path if source is None else target_path
-            raise ValueError(f"{shorter}:{line_no}: ends here, but the other side of the corpus goes on")
-        yield source[1], target[1]

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from .config import ModelConfig
 from .convolution import KernelBank, apply_plan, csm_plan, grouped, plan_columns
-from .layers import gru_update, lengths_mask
+from .layers import at_least_float32, gru_update, lengths_mask
 
 __all__ = ["EncoderOutput", "NgramOutput", "Encoder", "GRUEncoder", "GrConvEncoder", "RNNEncoder",
            "CSMEncoder", "CGMEncoder"]
@@ -153,6 +153,7 @@ class GrConvEncoder(Encoder):
             h_l, h_r = h[:, :-1], h[:, 1:]  # (B, S - t, H) each: the children of the S - t nodes
             h_tilde = torch.relu(self.W_l(h_l) + self.W_r(h_r))
             omega = torch.softmax(self.G_l(h_l) + self.G_r(h_r), dim=-1)  # (B, S - t, 3)
+            h_tilde, omega, h_l, h_r = map(at_least_float32, (h_tilde, omega, h_l, h_r))  # bf16 would round the mix
             h = omega[..., 0:1] * h_tilde + omega[..., 1:2] * h_l + omega[..., 2:3] * h_r
             top = torch.where((src_lengths == t + 1)[:, None], h[:, 0], top)  # level T - 1 of each row
         return EncoderOutput(c=top, m_x=self.mean_embedding(e_x, mask, src_lengths))
@@ -182,9 +183,10 @@ class RNNEncoder(Encoder):
         mask = lengths_mask(src_lengths, S)  # (B, S)
         e_x = self.embed(src)  # (B, S, E)
         x_proj = self.W(e_x)  # (B, S, H)
-        h = x_proj.new_zeros(B, self.hidden_dim)  # h_0 = 0
-        for t in range(S):
-            h = torch.where(mask[:, t, None], torch.tanh(x_proj[:, t] + self.U(h)), h)
+        h = x_proj.new_zeros(B, self.hidden_dim, dtype=at_least_float32(x_proj).dtype)  # h_0 = 0; a float32 state
+        for t in range(S):  # under bf16 autocast, as the GRU's (layers.gru_update)
+            h_new = torch.tanh(at_least_float32(x_proj[:, t]) + at_least_float32(self.U(h)))
+            h = torch.where(mask[:, t, None], h_new, h)
         return EncoderOutput(c=torch.tanh(self.V(h)), m_x=self.mean_embedding(e_x, mask, src_lengths))
 
 

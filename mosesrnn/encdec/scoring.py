@@ -1,10 +1,13 @@
 """Scoring text pairs with an RNN Encoder-Decoder, in batches: the values of the rnn column.
 
-Per batch of pairs: group the pairs by the phrase the model reads and encode each distinct one
-once (its :class:`~mosesrnn.encdec.decoder.DecoderContext`), sort the pairs by output length and
-cut them into batches of about ``batch_tokens`` tokens, decode each batch against its sources'
-contexts (gathered with ``index_select``), and put the log-probabilities back in the pairs' order.
-Model, batching and dtype are fixed for the whole run.
+Per batch of pairs: the text becomes ids in bulk (:class:`~mosesrnn.encdec.pair_ids.PairEncoder`: each
+distinct phrase the model reads once, every phrase as one flat array; a worker process may do this part),
+each distinct input is encoded once (its :class:`~mosesrnn.encdec.decoder.DecoderContext`), the pairs are
+sorted by output length and cut into batches of about ``batch_tokens`` tokens, each batch's padded rows
+cut from the arrays in one gather, copied to the device from pinned memory without waiting, and decoded
+against its sources' contexts (gathered with ``index_select``); the values stay on the device until the
+last batch, so that on a GPU the next batch is prepared while the current one runs, and come back in the
+pairs' order in one copy. Model, batching and dtype are fixed for the whole run.
 
 With ``normaliser="skip"`` (a model trained self-normalised, ``train --self-norm``) the decoder reads
 the targets' raw scores g_y . s + b_y: only the rows of the output matrix G_l of the target ids, gathered
@@ -15,54 +18,20 @@ matrix stays float32 there (it is a gather, not a matmul: nothing to quantise fo
 """
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Sequence
 
+import numpy as np
 import torch
 
 from ..runtime.devices import resolve_device
 from ..runtime.precision import precision
-from .batching import pad
+from ..text.id_arrays import IdArrays, length_batches
 from .decoder import NORMALISERS, DecoderContext
-from .direction import orient, probability
+from .direction import probability
 from .model_file import TrainedModel
+from .pair_ids import EncodedPairs, Pair, PairEncoder
 
-__all__ = ["Pair", "PairScorer", "group_by_source", "length_batches"]
-
-
-class Pair(Protocol):
-    """A pair as the scorer reads it: the source and target text, table orientation."""
-
-    source: str
-    target: str
-
-
-def group_by_source(sources: Sequence[str]) -> tuple[list[str], list[int]]:
-    """The distinct sources in order of first appearance, and each line's index into them.
-
-    >>> group_by_source(["a", "b", "a"])
-    (['a', 'b'], [0, 1, 0])
-    """
-    index: dict[str, int] = {}
-    line_source = [index.setdefault(source, len(index)) for source in sources]
-    return list(index), line_source
-
-
-def length_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
-    """Cut positions into batches of similar length, shortest first.
-
-    Positions are sorted by length (ties keep input order), then cut so that a batch's rows
-    times its longest length stays within ``batch_tokens`` (a batch has at least one row).
-    """
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for position in sorted(range(len(lengths)), key=lengths.__getitem__):
-        if current and (len(current) + 1) * lengths[position] > batch_tokens:
-            batches.append(current)
-            current = []
-        current.append(position)
-    if current:
-        batches.append(current)
-    return batches
+__all__ = ["PairScorer"]
 
 
 class PairScorer:
@@ -73,7 +42,7 @@ class PairScorer:
     log p is divided by the number of predicted tokens (tokens + EOS). ``normaliser``: ``exact`` (log p)
     or ``skip`` (the raw score of a self-normalised model, see the module docstring; the caller checks
     that the model is one). ``name`` says in errors which model it is (the rnn column's, the rnn-rev
-    column's).
+    column's). ``encoder`` turns text into the ids :meth:`score` reads (picklable, for worker processes).
     """
 
     def __init__(self, trained: TrainedModel, *, direction: str | None = None, device: str = "cpu",
@@ -89,6 +58,7 @@ class PairScorer:
         self.precision = precision(dtype, self.device)
         self.dtype = self.precision.name  # auto resolved: the signature says what ran
         self.length_normalize, self.normaliser = length_normalize, normaliser
+        self.encoder = PairEncoder(trained.input_codec, trained.output_codec, trained.direction)
         # skipping the normaliser, the output matrix is read by rows (a gather): it stays float under int8
         output_layer = f"decoder.{trained.model.decoder.output_layer}"
         self.model = self.precision.prepare(trained.model, keep_float=(output_layer,) if normaliser == "skip" else ())
@@ -102,60 +72,72 @@ class PairScorer:
     def log_probs(self, pairs: Sequence[Pair]) -> list[float]:
         """log p(output side | input side) of every pair (anything with ``.source`` and ``.target`` text, in
         table orientation), in order (normalised if asked)."""
-        if not pairs:
-            return []
-        inputs, outputs = zip(*(orient(self.direction, pair.source, pair.target) for pair in pairs))
-        sources, line_source = group_by_source(inputs)
-        input_codec, output_codec = self.trained.input_codec, self.trained.output_codec
+        return self.score(self.encoder(pairs)).tolist()
+
+    def score(self, encoded: EncodedPairs) -> np.ndarray:
+        """:meth:`log_probs` of pairs already in ids (by :attr:`encoder`, maybe in another process): (pairs,)
+        float64."""
+        if not len(encoded):
+            return np.empty(0)
         with torch.inference_mode(), self.precision.autocast():
-            context, row_of_source = self._encode([input_codec.ids(source) for source in sources])
-            targets = [output_codec.ids(output) for output in outputs]
-            return self._decode(context, row_of_source[line_source], targets).tolist()
+            context, row_of_input = self._encode(encoded.inputs)
+            return self._decode(context, row_of_input[encoded.line_input], encoded.outputs)
 
     def token_log_probs(self, pairs: Sequence[Pair]) -> list[list[float]]:
         """log p of each predicted token (the output side's tokens, then EOS) of every pair, in order: the
         terms whose sum :meth:`log_probs` gives (unnormalised)."""
-        if not pairs:
+        encoded = self.encoder(pairs)
+        if not len(encoded):
             return []
-        inputs, outputs = zip(*(orient(self.direction, pair.source, pair.target) for pair in pairs))
-        sources, line_source = group_by_source(inputs)
+        rows: list[list[float]] = [[] for _ in range(len(encoded))]
         with torch.inference_mode(), self.precision.autocast():
-            context, row_of_source = self._encode([self.trained.input_codec.ids(source) for source in sources])
-            targets = [self.trained.output_codec.ids(output) for output in outputs]
-            rows: list[list[float]] = [[] for _ in targets]
-            for batch in length_batches([len(ids) + 1 for ids in targets], self.batch_tokens):
-                trg, trg_lengths = pad([targets[i] for i in batch], append_eos=True)  # (b, T), (b,)
-                ctx = context.index_select(row_of_source[[line_source[i] for i in batch]].to(self.device))
-                steps = self.model.score_token_log_probs(ctx, trg.to(self.device), trg_lengths.to(self.device))
-                for row, i in zip(steps.double().cpu().tolist(), batch):
-                    rows[i] = row[:len(targets[i]) + 1]
+            context, row_of_input = self._encode(encoded.inputs)
+            line_row = row_of_input[encoded.line_input]
+            for batch in length_batches(encoded.outputs.lengths + 1, self.batch_tokens):
+                trg, trg_lengths = self._padded(encoded.outputs, batch, append_eos=True)  # (b, T), (b,)
+                steps = self.model.score_token_log_probs(context.index_select(self._copied(line_row[batch])),
+                                                         trg, trg_lengths)
+                for row, i, length in zip(steps.double().cpu().tolist(), batch.tolist(), trg_lengths.tolist()):
+                    rows[i] = row[:length]
         return rows
 
-    def _encode(self, sources: list[list[int]]) -> tuple[DecoderContext, torch.Tensor]:
-        """Encode each distinct source once, in length batches.
+    def _copied(self, array: np.ndarray) -> torch.Tensor:
+        """``array`` on the device: as it is on a CPU; else from pinned memory, without waiting."""
+        tensor = torch.from_numpy(array)
+        if self.device == "cpu":
+            return tensor
+        return tensor.pin_memory().to(self.device, non_blocking=True)
 
-        Returns the contexts, rows in length order, and the row of each source, shape (sources,).
+    def _padded(self, phrases: IdArrays, rows: np.ndarray, append_eos: bool = False) -> tuple[torch.Tensor, ...]:
+        """The padded ids and lengths of ``phrases[rows]`` on the device."""
+        return tuple(map(self._copied, phrases.padded(rows, append_eos)))
+
+    def _encode(self, inputs: IdArrays) -> tuple[DecoderContext, np.ndarray]:
+        """Encode each distinct input once, in length batches.
+
+        Returns the contexts, rows in length order, and the row of each input, shape (inputs,).
         """
-        batches = length_batches([len(ids) for ids in sources], self.batch_tokens)
-        parts = []
-        for batch in batches:
-            src, src_lengths = pad([sources[i] for i in batch])  # (b, S), (b,)
-            parts.append(self.model.source_context(src.to(self.device), src_lengths.to(self.device)))
-        order = torch.tensor([i for batch in batches for i in batch])
-        row_of_source = torch.empty_like(order).index_copy_(0, order, torch.arange(len(order)))
-        return type(parts[0]).cat(parts), row_of_source
+        batches = length_batches(inputs.lengths, self.batch_tokens)
+        parts = [self.model.source_context(*self._padded(inputs, batch)) for batch in batches]
+        order = np.concatenate(batches)
+        row_of_input = np.empty_like(order)
+        row_of_input[order] = np.arange(len(order))
+        return type(parts[0]).cat(parts), row_of_input
 
-    def _decode(self, context: DecoderContext, line_source: torch.Tensor,
-                targets: list[list[int]]) -> torch.Tensor:
-        """log p of every target against its source's context; returns (lines,) float64 on CPU."""
-        log_p = torch.empty(len(targets), dtype=torch.float64)
-        for batch in length_batches([len(ids) + 1 for ids in targets], self.batch_tokens):
-            trg, trg_lengths = pad([targets[i] for i in batch], append_eos=True)  # (b, T), (b,)
-            index = torch.tensor(batch)
-            ctx = context.index_select(line_source[index].to(self.device))
-            values = self.model.score_log_prob(ctx, trg.to(self.device), trg_lengths.to(self.device),
-                                               normaliser=self.normaliser)
+    def _decode(self, context: DecoderContext, line_row: np.ndarray, outputs: IdArrays) -> np.ndarray:
+        """log p of every output against its context row ``line_row``; (pairs,) float64, in the pairs' order."""
+        batches = length_batches(outputs.lengths + 1, self.batch_tokens)
+        order = np.concatenate(batches)
+        rows = self._copied(line_row[order])  # each pair's context row, in batch order: one copy
+        values, start = [], 0
+        for batch in batches:
+            trg, trg_lengths = self._padded(outputs, batch, append_eos=True)  # (b, T), (b,)
+            ctx = context.index_select(rows[start:start + len(batch)])
+            value = self.model.score_log_prob(ctx, trg, trg_lengths, normaliser=self.normaliser)
             if self.length_normalize:
-                values = values / trg_lengths.to(values.device)
-            log_p[index] = values.double().cpu()
+                value = value / trg_lengths
+            values.append(value.double())
+            start += len(batch)
+        log_p = np.empty(len(order))
+        log_p[order] = torch.cat(values).cpu().numpy()  # the one wait for the device
         return log_p

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from ..formats.phrase_table import count_scores
+from ..io.roles import ENCODER_DECODER
 from ..runtime.devices import resolve_device
 from ..runtime.progress import Progress
 from ..text.subwords import load_vocab_dir, save_vocab_dir
@@ -358,6 +359,7 @@ class EncoderDecoderFamily:
 
     free_on_resume = frozenset(_FREE_ON_RESUME)
     plot_unit = "pair"
+    kind = ENCODER_DECODER
 
     def check_resume(self, config: TrainConfig) -> None:
         """A resumed run keeps its vocabularies: a different ``--vocab`` is refused."""

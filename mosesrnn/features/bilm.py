@@ -13,7 +13,8 @@ import re
 from typing import Sequence
 
 from ..bilm.model_file import JointModel
-from ..bilm.scoring import aligned, sentence_scores
+from ..bilm.scoring import AlignedTranslation, aligned, sentence_scores
+from ..formats.nbest import NbestError
 from .options import FeatureOptions
 from .registry import FEATURES
 
@@ -49,9 +50,17 @@ class JointFeature:
         return {"model": self.model.digest, "order": self.model.order, "source_window": self.model.source_window}
 
     def values(self, pairs: Sequence) -> list[float]:
-        """The log-probability of each hypothesis given its source, in order."""
-        return sentence_scores(self.model, [aligned(pair.source, pair.target, *alignment_fields(pair))
-                                            for pair in pairs])
+        """The log-probability of each hypothesis given its source, in order; raises NbestError naming the line
+        of a hypothesis whose alignment fields do not fit it."""
+        return sentence_scores(self.model, [_aligned(pair) for pair in pairs])
+
+
+def _aligned(pair) -> AlignedTranslation:
+    """The hypothesis of an n-best pair with its words' affiliations, or NbestError at its line."""
+    try:
+        return aligned(pair.source, pair.target, *alignment_fields(pair))
+    except ValueError as error:
+        raise NbestError(pair.path, pair.line_no, str(error)) from None
 
 
 def build(options: FeatureOptions, models) -> JointFeature:

@@ -43,7 +43,9 @@ class FeatureOptions:
         length_normalize: divide log p by the predicted tokens.
         normalizer: ``exact`` (log p, the default) or ``skip``: the raw score without the softmax normaliser,
             for a model trained self-normalised (``train --self-norm``; refused for another).
-        device, dtype, batch_tokens, threads: where and how the models run.
+        device, dtype, batch_tokens, threads: where and how the models run; batch_tokens None: the
+            resolved device's default (:data:`~mosesrnn.runtime.devices.BATCH_TOKENS`: 4096 on a CPU, 32768
+            on a GPU).
         labels: ``(feature, name)`` pairs renaming a feature's group in an n-best list, e.g.
             ``(("rnn", "RNN1"),)`` so that a second model's scores go beside the first's ``RNN0``.
     """
@@ -60,7 +62,7 @@ class FeatureOptions:
     normalizer: str = "exact"
     device: str = "auto"
     dtype: str = "fp32"
-    batch_tokens: int = 4096
+    batch_tokens: int | None = None
     threads: int | None = None
     labels: tuple[tuple[str, str], ...] = ()
 
@@ -73,7 +75,7 @@ class FeatureOptions:
                                      ("normalizer", self.normalizer, NORMALIZERS)):
             if value is not None and value not in choices and not (name == "device" and value.startswith("cuda:")):
                 raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
-        if self.batch_tokens < 1 or (self.threads is not None and self.threads < 1):
+        if (self.batch_tokens is not None and self.batch_tokens < 1) or (self.threads is not None and self.threads < 1):
             raise ValueError("batch_tokens and threads must be positive")
         object.__setattr__(self, "labels", tuple(tuple(pair) for pair in self.labels))
         for feature, label in self.labels:

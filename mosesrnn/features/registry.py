@@ -8,6 +8,9 @@ value). Each :class:`FeatureSpec` says what the CLI, the signature, the resume c
 ``moses_integration`` need to know: its help text, its default initial weight (with its sign),
 the settings that change its values, and how many digits a phrase table keeps.
 
+A feature's values are computed in two parts, ``compute(encoder(pairs))``: the encoder reads the text
+(in worker processes when a table is scored with ``--workers``), ``compute`` runs the models.
+
 This module imports no torch: ``moses-ini`` reads it, and a feature's code is imported only
 when the feature is built.
 """
@@ -15,16 +18,11 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
+
+from ..encdec.pair_ids import Pair
 
 __all__ = ["Pair", "Feature", "FeatureSpec", "FEATURES", "parse_feature_names", "describe", "default_features"]
-
-
-class Pair(Protocol):
-    """A phrase pair as features read it: the source and target text, table orientation."""
-
-    source: str
-    target: str
 
 
 class Feature(Protocol):
@@ -36,7 +34,15 @@ class Feature(Protocol):
         """The value of each of ``spec.settings`` for this instance (for the signature)."""
 
     def values(self, pairs: Sequence[Pair]) -> list[float]:
-        """One value per pair, in order."""
+        """One value per pair, in order: ``compute(encoder(pairs))``."""
+
+    #: The part of :meth:`values` that reads the text: picklable and free of torch, so that worker processes
+    #: run it (:mod:`mosesrnn.pipeline.workers`); its result goes to :meth:`compute`. Phrase-table features
+    #: (``spec.tables``) have both; the n-best features need only :meth:`values`.
+    encoder: Callable[[Sequence[Pair]], Any]
+
+    def compute(self, encoded: Any) -> Sequence[float]:
+        """The rest of :meth:`values`, in the process that holds the models: one value per encoded pair."""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Sequence
 from ..encdec.direction import SOURCE_TO_TARGET, opposite, probability
 from ..encdec.model_file import TrainedModel
 from ..encdec.scoring import PairScorer
+from ..runtime.devices import default_batch_tokens
 from .options import FeatureOptions
 from .registry import FEATURES, Pair
 
@@ -32,6 +33,10 @@ class RNNFeature(PairScorer):
         with ``normaliser="skip"``)."""
         return self.log_probs(pairs)
 
+    def compute(self, encoded) -> list[float]:
+        """:meth:`values` of pairs already in ids (by :attr:`encoder`, maybe in a worker process)."""
+        return self.score(encoded).tolist()
+
 
 def check_skip_normalizer(trained: TrainedModel, path: str) -> None:
     """Raise ValueError unless the model file ``path`` was trained self-normalised and its mean log Z on its
@@ -49,7 +54,8 @@ def _feature(options: FeatureOptions, trained: TrainedModel, path: str, **settin
     direction and device)."""
     if options.normalizer == "skip":
         check_skip_normalizer(trained, path)
-    return RNNFeature(trained, dtype=options.dtype, batch_tokens=options.batch_tokens,
+    batch_tokens = options.batch_tokens or default_batch_tokens(settings["device"])
+    return RNNFeature(trained, dtype=options.dtype, batch_tokens=batch_tokens,
                       length_normalize=options.length_normalize, normaliser=options.normalizer, **settings)
 
 

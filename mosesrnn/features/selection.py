@@ -11,6 +11,9 @@ __all__ = ["LoadedModels", "select_features"]
 log = logging.getLogger("mosesrnn")
 
 _OPTIONS = {"model": "-m MODEL", "reverse_model": "--reverse-model MODEL", "lm": "--lm CSLM", "bilm": "--bilm MODEL"}
+#: The settings given other than their default, by the option that gives them: refused where no column takes them.
+_GIVEN = {"normalizer": ("--normalizer skip", lambda options: options.normalizer != "exact"),
+          "length_normalize": ("--length-normalize", lambda options: options.length_normalize)}
 
 
 class LoadedModels:
@@ -64,4 +67,15 @@ def select_features(options: FeatureOptions, tables: bool = False) -> list[Featu
         if not has_word_shortlists(models.get("unk")):
             log.info("subword model: no unk column (no word shortlists; give --vocab DIR to count words outside them)")
             names = tuple(name for name in names if name != "unk")
+    _check_settings_taken(options, names)
     return [FEATURES[name].build(options, models) for name in names]
+
+
+def _check_settings_taken(options: FeatureOptions, names: tuple[str, ...]) -> None:
+    """Raise ValueError for a setting given (:data:`_GIVEN`) that none of the columns ``names`` takes: it would
+    change nothing, silently."""
+    for setting, (option, given) in _GIVEN.items():
+        if given(options) and not any(setting in FEATURES[name].settings for name in names):
+            takers = " and ".join(name for name, spec in FEATURES.items() if setting in spec.settings)
+            raise ValueError(f"{option} changes only the {takers} columns, and none is computed (columns: "
+                             f"{', '.join(names) or 'none'}): leave it out, or compute one of them")

@@ -15,24 +15,18 @@ from ..text.vocab import VocabularyPair
 from .options import UNK_SIDES, FeatureOptions
 from .registry import FEATURES, Pair
 
-__all__ = ["UNK_SIDES", "UnknownWordFeature", "has_word_shortlists", "build"]
+__all__ = ["UNK_SIDES", "UnknownWordCounter", "UnknownWordFeature", "has_word_shortlists", "build"]
 
 
-class UnknownWordFeature:
-    """The number of source words, target words or both (``side``) outside the shortlists."""
-
-    spec = FEATURES["unk"]
+class UnknownWordCounter:
+    """The number of source words, target words or both (``side``) outside the shortlists, of each pair."""
 
     def __init__(self, vocabularies: VocabularyPair, side: str = "both"):
         if side not in UNK_SIDES:
             raise ValueError(f"unknown-word side must be one of {', '.join(UNK_SIDES)}, not {side!r}")
         self.vocabularies, self.side = vocabularies, side
 
-    def settings(self) -> dict:
-        """The counted side and the shortlists' digest."""
-        return {"side": self.side, "vocab": self.vocabularies.digest()}
-
-    def values(self, pairs: Sequence[Pair]) -> list[float]:
+    def __call__(self, pairs: Sequence[Pair]) -> list[float]:
         """The unknown-word count of every pair, in order."""
         count_source = self.side in ("source", "both")
         count_target = self.side in ("target", "both")
@@ -49,6 +43,29 @@ class UnknownWordFeature:
                 n += target_vocabulary.count_unknown(words(pair.target))
             values.append(float(n))
         return values
+
+
+class UnknownWordFeature:
+    """The unk column: :class:`UnknownWordCounter` with a registry entry. It needs no model, so its
+    :attr:`encoder` gives the values and :meth:`compute` passes them on."""
+
+    spec = FEATURES["unk"]
+
+    def __init__(self, vocabularies: VocabularyPair, side: str = "both"):
+        self.encoder = UnknownWordCounter(vocabularies, side)
+        self.vocabularies, self.side = vocabularies, side
+
+    def settings(self) -> dict:
+        """The counted side and the shortlists' digest."""
+        return {"side": self.side, "vocab": self.vocabularies.digest()}
+
+    def values(self, pairs: Sequence[Pair]) -> list[float]:
+        """The unknown-word count of every pair, in order."""
+        return self.encoder(pairs)
+
+    def compute(self, encoded: list[float]) -> list[float]:
+        """The counts :attr:`encoder` gave."""
+        return encoded
 
 
 def has_word_shortlists(trained) -> bool:

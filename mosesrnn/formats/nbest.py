@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
 from ..io.compressed import open_input
+from ..io.readers import reader
 from .errors import FileLineError, decoded_lines
 
 __all__ = [
@@ -133,29 +134,27 @@ def format_line(entry: NbestEntry, appended: Sequence[tuple[str, Sequence[float 
     return FIELD_SEPARATOR.join((*entry.fields[:2], new_field, *entry.fields[3:])) + entry.ending
 
 
-def _lines(path: str) -> Iterator[bytes]:
-    """The raw lines of ``path`` (``-``: stdin; gzip decompressed on a background thread)."""
+@reader
+def read_nbest(path: str, encoding: str = "utf-8") -> Iterator[NbestEntry]:
+    """Stream the entries of an n-best list in file order, in constant memory, as a
+    :class:`~mosesrnn.io.readers.Reader`: ``with read_nbest(path) as entries:``.
+
+    ``-`` reads stdin; gzip is decompressed on a background thread. Raises :class:`NbestError`
+    (``PATH:LINE: problem``) for a malformed line (see :func:`parse_line`), a sentence id smaller
+    than the previous line's (Moses writes the hypotheses of a sentence together, ids ascending),
+    undecodable text or a corrupt gzip stream.
+    """
     if path != "-" and not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such file")
-    with open_input(path) as stream:
-        yield from stream
-
-
-def read_nbest(path: str, encoding: str = "utf-8") -> Iterator[NbestEntry]:
-    """Stream the entries of an n-best list in file order, in constant memory.
-
-    Raises :class:`NbestError` (``PATH:LINE: problem``) for a malformed line (see
-    :func:`parse_line`), a sentence id smaller than the previous line's (Moses writes the
-    hypotheses of a sentence together, ids ascending), undecodable text or a corrupt gzip stream.
-    """
     previous_id = -1
-    for line_no, line in decoded_lines(_lines(path), path, encoding, NbestError):
-        entry = parse_line(line, path, line_no)
-        if entry.sentence_id < previous_id:
-            raise NbestError(path, line_no, f"sentence id {entry.sentence_id} after {previous_id}: "
-                                            f"ids must be grouped and ascending, as Moses writes them")
-        previous_id = entry.sentence_id
-        yield entry
+    with open_input(path) as stream:
+        for line_no, line in decoded_lines(stream, path, encoding, NbestError):
+            entry = parse_line(line, path, line_no)
+            if entry.sentence_id < previous_id:
+                raise NbestError(path, line_no, f"sentence id {entry.sentence_id} after {previous_id}: "
+                                                f"ids must be grouped and ascending, as Moses writes them")
+            previous_id = entry.sentence_id
+            yield entry
 
 
 def group_by_sentence(entries: Iterable[NbestEntry]) -> Iterator[tuple[int, list[NbestEntry]]]:

@@ -29,16 +29,16 @@ The format holds plain arrays (:class:`NPLMNetwork`); each model family turns it
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import IO, Sequence
 
 import numpy as np
 
 from ..io.compressed import atomic_text_output, read_head
+from .text_file import text_lines
 
 __all__ = ["NPLM_NULL", "NPLMNetwork", "check_moses_reads", "write_nplm", "read_nplm", "read_nplm_config",
-           "write_nplm_file"]
+           "read_nplm_vocabularies", "write_nplm_file"]
 
 #: NPLM's name for the padding of short n-grams (our ``<pad>``).
 NPLM_NULL = "<null>"
@@ -175,13 +175,29 @@ def read_nplm_config(path: str) -> dict:
     return config
 
 
-def write_nplm_file(path: str, network: NPLMNetwork, force: bool = False) -> None:
+def read_nplm_vocabularies(path: str) -> tuple[list[str], list[str]]:
+    """The input and output words of an NPLM file (its ``\\vocab``, or its ``\\input_vocab`` and ``\\output_vocab``),
+    read up to its ``\\input_embeddings`` only. A section starts after a blank line, so a word may start with ``\\``."""
+    sections: dict[str, list[str]] = {}
+    words, after_blank = None, True
+    with text_lines(path) as lines:
+        for _, line in lines:
+            if after_blank and line.startswith("\\"):
+                if line == "\\input_embeddings":
+                    break
+                words = sections.setdefault(line[1:], [])
+            elif line and words is not None:
+                words.append(line)
+            after_blank = not line
+    inputs = sections.get("input_vocab", sections.get("vocab", []))
+    return inputs, sections.get("output_vocab", sections.get("vocab", []))
+
+
+def write_nplm_file(path: str, network: NPLMNetwork) -> None:
     """Write ``network`` to ``path`` for Moses (atomically): refused for a ``.gz`` name (NPLM reads plain
-    text), an existing file unless ``force``, and a shape Moses misevaluates (:func:`check_moses_reads`)."""
+    text) and a shape Moses misevaluates (:func:`check_moses_reads`)."""
     if path.endswith(".gz"):
         raise ValueError(f"{path}: NPLM reads plain text files: give the model a name without .gz")
-    if os.path.exists(path) and not force:
-        raise ValueError(f"{path} exists: give another name, or --force to replace it")
     check_moses_reads(network)
     with atomic_text_output(path) as out:
         write_nplm(out, network)

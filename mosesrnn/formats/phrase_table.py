@@ -9,6 +9,7 @@ existing scores, which is the only place Moses reads them as dense features (see
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import os
 import sys
@@ -16,16 +17,19 @@ from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Sequence
 
 from ..io.compressed import decompressed, open_raw
+from ..io.readers import Reader, reader
 from .errors import FileLineError, decoded_lines
 
 __all__ = [
-    "PhraseTableError", "PhraseEntry", "score_column",
+    "PhraseTableError", "PhraseEntry", "ENCODING_HINT", "score_column",
     "parse_line", "format_line", "MAX_TABLE_EXPONENT", "table_value",
-    "read_entries", "source_groups",
+    "read_entries", "first_entries", "source_groups",
     "count_scores", "TableReader",
 ]
 
 FIELD_SEPARATOR = "|||"
+#: Said with a line that is not valid text in the table's encoding.
+ENCODING_HINT = " (for a legacy table, pass its encoding, e.g. --encoding latin-1)"
 
 
 class PhraseTableError(FileLineError):
@@ -109,6 +113,12 @@ def _parse_scores(field: str, path: str, line_no: int) -> tuple[float, ...]:
     tokens = field.split()
     if not tokens:
         raise PhraseTableError(path, line_no, "empty scores field")
+    try:  # the common case in one pass; a bad score is then found, and named, token by token
+        scores = tuple(map(float, tokens))
+        if all(0 <= value < math.inf for value in scores):  # NaN fails the comparison
+            return scores
+    except ValueError:
+        pass
     scores = []
     for token in tokens:
         try:
@@ -160,8 +170,8 @@ def format_line(entry: PhraseEntry, appended: Sequence[str] = ()) -> str:
     return FIELD_SEPARATOR.join((*entry.fields[:2], new_scores, *entry.fields[3:])) + entry.ending
 
 
-class TableReader:
-    """Stream the entries of a phrase table in file order, validating each line.
+class TableReader(Reader[PhraseEntry]):
+    """Stream the entries of a phrase table in file order, validating each line; one pass.
 
     ``-`` reads stdin; gzip (recognised by its magic bytes) is decompressed on a background
     thread, so it overlaps with the caller's work. Every line must have the number of scores of
@@ -169,7 +179,8 @@ class TableReader:
     raises :class:`PhraseTableError`. Lines before ``start_line`` are skipped (for resuming); the
     first line still fixes the score count.
     ``position()`` and ``size`` (compressed bytes read and in all; ``size`` is None for stdin)
-    drive progress bars.
+    drive progress bars. Read it in a ``with`` block, which closes the file where it is left (see
+    :mod:`mosesrnn.io.readers`).
     """
 
     def __init__(self, path: str, encoding: str = "utf-8", start_line: int = 1):
@@ -177,63 +188,79 @@ class TableReader:
             raise FileNotFoundError(f"{path}: no such file")
         self.path, self.encoding, self.start_line = path, encoding, start_line
         self.size = None if path == "-" else os.path.getsize(path)
-        self._raw: BinaryIO | None = None
+        self._opened: list[BinaryIO] = []
         self._position = 0
+        # A generator that does not refer to the reader: one dropped unclosed is closed at once, not in a cycle.
+        super().__init__(_read_table(path, encoding, start_line, self._opened))
 
     def position(self) -> int:
         """Bytes of the (compressed) input consumed so far."""
         try:
-            self._position = self._raw.tell()
-        except (AttributeError, OSError, ValueError):  # not open yet, or closed by the reading thread
+            self._position = self._opened[0].tell()
+        except (IndexError, OSError, ValueError):  # not open yet, or closed by the reading thread
             pass
         return self._position
 
-    def __iter__(self) -> Iterator[PhraseEntry]:
-        if self.path == "-":
-            with decompressed(sys.stdin.buffer) as stream:
-                yield from self._entries(stream)
-            return
-        with open_raw(self.path) as raw, decompressed(raw) as stream:
-            self._raw = raw
-            yield from self._entries(stream)
 
-    def _entries(self, stream: BinaryIO) -> Iterator[PhraseEntry]:
-        expected = None
-        hint = " (for a legacy table, pass its encoding, e.g. --encoding latin-1)"
-        for line_no, line in decoded_lines(stream, self.path, self.encoding, PhraseTableError, hint, self.start_line):
-            if line is None:
-                continue
-            entry = parse_line(line, self.path, line_no, expected)
-            expected = len(entry.scores)
-            if line_no >= self.start_line:  # line 1 is always parsed: it fixes the score count
-                yield entry
+def _read_table(path: str, encoding: str, start_line: int, opened: list[BinaryIO]) -> Iterator[PhraseEntry]:
+    """The entries of :class:`TableReader`; the raw file, once open, is put in ``opened``."""
+    if path == "-":
+        with decompressed(sys.stdin.buffer) as stream:
+            yield from _entries(stream, path, encoding, start_line)
+        return
+    with open_raw(path) as raw, decompressed(raw) as stream:
+        opened.append(raw)
+        yield from _entries(stream, path, encoding, start_line)
 
 
-def read_entries(path: str, encoding: str = "utf-8", start_line: int = 1) -> Iterator[PhraseEntry]:
-    """Stream the validated entries of a phrase table (see :class:`TableReader`)."""
-    return iter(TableReader(path, encoding, start_line))
+def _entries(stream: BinaryIO, path: str, encoding: str, start_line: int) -> Iterator[PhraseEntry]:
+    expected = None
+    for line_no, line in decoded_lines(stream, path, encoding, PhraseTableError, ENCODING_HINT, start_line):
+        if line is None:
+            continue
+        entry = parse_line(line, path, line_no, expected)
+        expected = len(entry.scores)
+        if line_no >= start_line:  # line 1 is always parsed: it fixes the score count
+            yield entry
+
+
+def read_entries(path: str, encoding: str = "utf-8", start_line: int = 1) -> TableReader:
+    """The validated entries of a phrase table, streamed (see :class:`TableReader`):
+    ``with read_entries(path) as entries:``."""
+    return TableReader(path, encoding, start_line)
+
+
+def first_entries(path: str, count: int, encoding: str = "utf-8") -> list[PhraseEntry]:
+    """The validated entries of the first ``count`` lines of a phrase table (fewer in a shorter one)."""
+    with read_entries(path, encoding) as entries:
+        return list(itertools.islice(entries, count))
 
 
 def count_scores(path: str, encoding: str = "utf-8") -> int:
     """Return the number of scores on the first line of a phrase table."""
-    for entry in read_entries(path, encoding):
-        return len(entry.scores)
-    raise PhraseTableError(path, 1, "the phrase table is empty")
+    with read_entries(path, encoding) as entries:
+        first = next(entries, None)
+    if first is None:
+        raise PhraseTableError(path, 1, "the phrase table is empty")
+    return len(first.scores)
 
 
+@reader
 def source_groups(path: str, encoding: str = "utf-8") -> Iterator[list[PhraseEntry]]:
-    """Runs of adjacent entries with the same source; raises PhraseTableError if a source comes back."""
+    """Runs of adjacent entries with the same source, as a :class:`~mosesrnn.io.readers.Reader`; raises
+    PhraseTableError if a source comes back."""
     seen: set[str] = set()
     group: list[PhraseEntry] = []
-    for entry in read_entries(path, encoding):
-        if group and entry.source != group[0].source:
-            yield group
-            group = []
-        if not group:
-            if entry.source in seen:
-                raise PhraseTableError(path, entry.line_no, f"source phrase {entry.source!r} occurs again "
-                                       "after other sources: the table must be sorted by source phrase")
-            seen.add(entry.source)
-        group.append(entry)
+    with read_entries(path, encoding) as entries:
+        for entry in entries:
+            if group and entry.source != group[0].source:
+                yield group
+                group = []
+            if not group:
+                if entry.source in seen:
+                    raise PhraseTableError(path, entry.line_no, f"source phrase {entry.source!r} occurs again "
+                                           "after other sources: the table must be sorted by source phrase")
+                seen.add(entry.source)
+            group.append(entry)
     if group:
         yield group

@@ -37,7 +37,8 @@ import json
 import os
 from dataclasses import asdict, dataclass, fields
 
-from ..io.compressed import atomic_output, open_input, read_bytes
+from ..io.compressed import atomic_output, open_input
+from ..io.json_file import read_json
 from .phrase_table import read_entries
 
 __all__ = ["SUFFIX", "HEAD_BYTES", "Sidecar", "SidecarError", "SidecarMismatch", "sidecar_path", "read_sidecar",
@@ -47,6 +48,9 @@ SUFFIX = ".json"
 #: How much of a table's text (decompressed) the digest of its ``identity`` covers: this much, or all of it.
 HEAD_BYTES = 1 << 16
 _OPTIONAL = ("merged_from", "pruned", "identity")
+#: The types of the fields that commands compute with (a damaged record fails here, not in the arithmetic).
+_TYPES = {"signature": str, "shard": str, "first_line": int, "last_line": int, "lines": int, "total_lines": int,
+          "bytes": int, "input_bytes": (int, type(None)), "features": list}
 
 
 class SidecarError(ValueError):
@@ -88,11 +92,11 @@ def read_sidecar(table: str) -> Sidecar | None:
     is not one."""
     path = sidecar_path(table)
     try:
-        record = json.loads(read_bytes(path).decode("utf-8"))
+        record = read_json(path, "the JSON record `mosesrnn score` writes")
     except FileNotFoundError:
         return None
-    except (ValueError, UnicodeDecodeError) as error:
-        raise SidecarError(f"{path}: not the JSON record `mosesrnn score` writes ({error})") from None
+    except ValueError as error:
+        raise SidecarError(str(error)) from None
     if not isinstance(record, dict):
         raise SidecarError(f"{path}: not the JSON record `mosesrnn score` writes (not an object)")
     if "last_line" not in record and isinstance(record.get("end_line"), int):
@@ -101,6 +105,11 @@ def read_sidecar(table: str) -> Sidecar | None:
     missing = [name for name in names if name not in record and name not in _OPTIONAL]
     if missing:
         raise SidecarError(f"{path}: not the JSON record `mosesrnn score` writes (no {', '.join(missing)})")
+    mistyped = [name for name, kinds in _TYPES.items()
+                if not isinstance(record[name], kinds) or isinstance(record[name], bool)]
+    if mistyped:
+        raise SidecarError(f"{path}: not the JSON record `mosesrnn score` writes ({', '.join(mistyped)} of the "
+                           f"wrong type)")
     columns = record["appended_columns"]
     if not isinstance(columns, list) or not (columns or record.get("pruned")) or \
             not all(isinstance(c, str) for c in columns):
@@ -153,8 +162,9 @@ def check_sidecar(table: str, sidecar: Sidecar, encoding: str = "utf-8") -> None
 
 def _read_lines(table: str, head: bytes, encoding: str) -> None:
     """Read the lines of ``head`` as every command reads a table: a damaged one raises its ``FILE:LINE`` error."""
-    for _ in itertools.islice(read_entries(table, encoding), head.count(b"\n") + 1):
-        pass
+    with read_entries(table, encoding) as entries:
+        for _ in itertools.islice(entries, head.count(b"\n") + 1):
+            pass
 
 
 def _scores(count: int | None) -> str:

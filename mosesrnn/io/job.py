@@ -9,6 +9,8 @@ checks, for every run alike:
 - no output is one of the inputs or a companion read with one (a table's ``.json`` sidecar),
   through any link; no output is named twice, and no input is a file the run writes inside an
   output folder (``lm train -o lm/ --valid lm/best.pt``);
+- an output the run keeps (:func:`~mosesrnn.io.roles.kept_output`) does not exist yet, nor does
+  any of its companions, unless the run was told to replace them (``--force``);
 - stdout has one owner: at most one output is ``-`` (two would interleave their lines);
 - the folder of every output exists or can be made (it is made, and removed again if the run
   fails and leaves it empty), and nothing on the way is a regular file;
@@ -201,6 +203,9 @@ class Job:
                 if not role.folder and role.name != "program output" and os.path.isdir(output):
                     raise ValueError(f"{output} is a folder: give the output a file name")
                 self._check_not_an_input(output, inputs)
+                if role.keeps and os.path.exists(output) and not is_special_file(output):
+                    written = "" if output == path else f" (written with {path})"
+                    raise ValueError(f"{output}{written} exists: give another name, or --force to replace it")
             for name in role.inside:
                 self._check_not_an_input(os.path.join(path, name), inputs, inside=path)
 

@@ -23,6 +23,7 @@ from isal import isal_zlib
 from .atomic import atomic_file, is_special_file
 from .compressed import is_gzip_name
 from .declared import check_write
+from .json_file import parse_json
 
 __all__ = ["ResumeError", "ResumableOutput", "StreamOutput", "open_output"]
 
@@ -61,15 +62,19 @@ class ResumableOutput:
 
     def _load_state(self) -> dict | None:
         try:
-            with open(self.progress_path, encoding="utf-8") as stream:
-                record = json.load(stream)
+            with open(self.progress_path, "rb") as stream:
+                record = parse_json(stream.read(), self.progress_path, "a progress record")
         except FileNotFoundError:
             if os.path.exists(self.part_path):
                 log.info("%s holds no checkpoint (%s is missing): starting from the beginning", self.part_path,
                          self.progress_path)
             return None
-        except (ValueError, UnicodeDecodeError):
-            raise ResumeError(f"{self.progress_path} is damaged: start over with --restart") from None
+        except ValueError as error:
+            raise ResumeError(f"{error}: it is damaged, start over with --restart") from None
+        if not (isinstance(record, dict) and isinstance(record.get("key"), dict) and
+                isinstance(record.get("state"), dict) and isinstance(record["state"].get("bytes"), int)):
+            raise ResumeError(f"{self.progress_path}: not a progress record (no key and state): it is damaged, start "
+                              f"over with --restart")
         differing = sorted(name for name in set(self.key) | set(record.get("key", {}))
                            if self.key.get(name) != record.get("key", {}).get(name))
         if differing:

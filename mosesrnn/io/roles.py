@@ -13,6 +13,8 @@ role                      what the job does with it
 ``model_file(kind)``      an input file holding a model of ``kind``, or of any kind for None (read by the
                           one model reader)
 ``output_file()``         written whole or not at all; made folders, locked, never an input
+``kept_output()``         an output file that, and whose companions, must not exist yet unless the run is told
+                          to replace them (``--force``: :meth:`Role.replacing`)
 ``output_folder(names)``  made and locked; ``names`` are what the run writes inside, so no input
                           may be one of them; every file under it may be read and written
 ``output_prefix(sfx)``    the files PREFIX + each suffix are outputs
@@ -23,7 +25,7 @@ role                      what the job does with it
 
 ``companions``: files named PATH + suffix that go with a path (a scored table's ``.json``
 sidecar, its resumable ``.part``); an input's companions may be read when they exist and are
-inputs in every sense (no output may be one), an output's are outputs too.
+inputs in every sense (no output may be one), an output's are outputs too, checked as it is.
 
 ``label``: what the run calls the path (``--word-scores``, ``TABLE``), for messages; a command's
 options and an API function's arguments give it (:meth:`Role.named`), and roles compare equal
@@ -34,8 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
-__all__ = ["Role", "input_file", "input_folder", "model_file", "output_file", "output_folder", "output_prefix",
-           "program_output", "named_only", "ENCODER_DECODER", "CSLM", "JOINT", "MODEL_KINDS"]
+__all__ = ["Role", "input_file", "input_folder", "model_file", "output_file", "kept_output", "output_folder",
+           "output_prefix", "program_output", "named_only", "ENCODER_DECODER", "CSLM", "JOINT", "MODEL_KINDS"]
 
 #: The kinds of model file (the ``kind`` a model file records).
 ENCODER_DECODER, CSLM, JOINT = "encoder-decoder", "cslm", "bilm"
@@ -56,11 +58,16 @@ class Role:
     inside: tuple[str, ...] = ()
     suffixes: tuple[str, ...] = ()
     model_kind: str | None = None
+    keeps: bool = False
     label: str = field(default="", compare=False)
 
     def named(self, label: str) -> "Role":
         """This role, for the path the run calls ``label`` (an option, an argument)."""
         return replace(self, label=label)
+
+    def replacing(self) -> "Role":
+        """This role, told to replace the existing files it would otherwise keep (``--force``)."""
+        return replace(self, keeps=False)
 
     def files(self, path: str) -> list[str]:
         """The files of ``path`` in this role: the path itself (or, for a prefix, PREFIX + each suffix)."""
@@ -99,6 +106,12 @@ def model_file(kind: str | None) -> Role:
 def output_file(*companions: str) -> Role:
     """A file the run writes (``-``: stdout), and the companions written with it."""
     return Role("output", writes=True, companions=companions)
+
+
+def kept_output(*companions: str) -> Role:
+    """A file the run writes, and its companions, where none of them exists yet (an existing one is refused unless
+    the run is told to replace it: :meth:`Role.replacing`)."""
+    return Role("output", writes=True, companions=companions, keeps=True)
 
 
 def output_folder(*inside: str) -> Role:

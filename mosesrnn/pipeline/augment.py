@@ -93,11 +93,12 @@ def augment_table(path: str, output: str, searcher: Searcher, *, beam_size: int 
                          f"this one is {searcher.trained.direction}")
     summary = AugmentSummary()
     rnn = PairScorer(searcher.trained, device=searcher.device, dtype=searcher.precision.name)
-    with atomic_output(output) as out, atomic_output(new_pairs_path or output + ".new.tsv") as raw_listing:
+    with atomic_output(output) as out, atomic_output(new_pairs_path or output + ".new.tsv") as raw_listing, \
+            source_groups(path, encoding) as groups:
         listing = io.TextIOWrapper(raw_listing, encoding="utf-8", newline="\n")
         listing.write("source\ttarget\trnn_log_p\tbeam_rank\n")
         chunk: list[list[PhraseEntry]] = []
-        for group in source_groups(path, encoding):
+        for group in groups:
             chunk.append(group)
             summary.sources += 1
             if len(chunk) == chunk_sources:

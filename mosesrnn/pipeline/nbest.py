@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from ..features.registry import Feature, describe
 from ..formats.nbest import NbestEntry, NbestError, format_line, read_nbest
@@ -32,11 +32,13 @@ log = logging.getLogger("mosesrnn")
 class NbestPair:
     """A hypothesis of an n-best list paired with its source sentence, as features read it: ``source`` and
     ``target``, the translation; ``extra``, the line's fields after the total (Moses' segmentation and word
-    alignment, where it wrote them)."""
+    alignment, where it wrote them); ``path`` and ``line_no``, where the line is, for a feature's errors."""
 
     source: str
     target: str
     extra: tuple[str, ...] = ()
+    path: str = "the n-best list"
+    line_no: int = 0
 
 
 @dataclass(frozen=True)
@@ -62,10 +64,11 @@ def nbest_label(feature: Feature, labels: Mapping[str, str] | None = None) -> st
 
 
 class _Sources:
-    """Line ``id + 1`` of the source file for ascending sentence ids, read along in one pass."""
+    """Line ``id + 1`` of the source file ``path`` for ascending sentence ids, read along in one pass from ``lines``
+    (its :func:`~mosesrnn.formats.text_file.text_lines`)."""
 
-    def __init__(self, path: str, encoding: str):
-        self._lines, self.path, self._id, self._text = text_lines(path, encoding), path, -1, ""
+    def __init__(self, lines: Iterator[tuple[int, str]], path: str):
+        self._lines, self.path, self._id, self._text = lines, path, -1, ""
 
     def sentence(self, entry: NbestEntry) -> str:
         while self._id < entry.sentence_id:
@@ -102,24 +105,28 @@ def score_nbest(nbest_path: str, source_path: str, output_path: str, features: S
         return "".join(format_line(entry, [(name, [value]) for name, value in zip(names, values)])
                        for entry, values in zip(entries, zip(*columns)))
 
-    sources = _Sources(source_path, encoding)
-    with atomic_output(output_path) as stream, _word_score_output(word_scores) as word_stream:
+    with atomic_output(output_path) as stream, _word_score_output(word_scores) as word_stream, \
+            text_lines(source_path, encoding) as source_lines, read_nbest(nbest_path, encoding) as entries:
+        sources = _Sources(source_lines, source_path)
         writer = ChunkWriter(StreamOutput(stream), format_chunk)
         try:
             last_id = None
-            for chunk in prefetch(chunked(read_nbest(nbest_path, encoding), chunk_lines)):
-                pairs = [NbestPair(sources.sentence(entry), entry.hypothesis, entry.fields[4:]) for entry in chunk]
-                if not lines:
-                    for warning in first_chunk_warnings(nbest_path, pairs, features, table=False):
-                        log.warning("warning: %s", warning)
-                writer.put(chunk, [feature.values(pairs) for feature in features])
-                if word_stream is not None:
-                    word_stream.writelines(word_score_line(entry, scores)
-                                           for entry, scores in zip(chunk, rnn.token_log_probs(pairs)))
-                sentences += len({entry.sentence_id for entry in chunk} - {last_id})
-                lines, last_id = lines + len(chunk), chunk[-1].sentence_id
-                if progress:
-                    progress(lines)
+            # Closed here, so that its thread has stopped reading before the readers close.
+            with contextlib.closing(prefetch(chunked(entries, chunk_lines))) as chunks:
+                for chunk in chunks:
+                    pairs = [NbestPair(sources.sentence(entry), entry.hypothesis, entry.fields[4:], entry.path,
+                                       entry.line_no) for entry in chunk]
+                    if not lines:
+                        for warning in first_chunk_warnings(nbest_path, pairs, features, table=False):
+                            log.warning("warning: %s", warning)
+                    writer.put(chunk, [feature.values(pairs) for feature in features])
+                    if word_stream is not None:
+                        word_stream.writelines(word_score_line(entry, scores)
+                                               for entry, scores in zip(chunk, rnn.token_log_probs(pairs)))
+                    sentences += len({entry.sentence_id for entry in chunk} - {last_id})
+                    lines, last_id = lines + len(chunk), chunk[-1].sentence_id
+                    if progress:
+                        progress(lines)
         finally:
             writer.close()
     return NbestSummary(lines, sentences, time.perf_counter() - started, tuple(names),

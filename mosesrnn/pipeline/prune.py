@@ -25,6 +25,7 @@ the pruned table's), and a moses.ini's phrase-table weights must be as many as t
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -38,6 +39,7 @@ from moses_integration.ini_format import parse_ini, read_ini_text, read_weights,
 from ..formats.phrase_table import PhraseEntry, PhraseTableError, count_scores, format_line, read_entries
 from ..formats.sidecar import Sidecar, SidecarError, read_table_sidecar, write_sidecar
 from ..io.compressed import atomic_output
+from ..io.readers import reader
 from ..version import __version__
 
 __all__ = ["Ranking", "Selection", "PruneSummary", "prune_table", "sorted_groups", "margin_for_share", "ranking_for",
@@ -128,22 +130,26 @@ def _key(entry: PhraseEntry) -> bytes:
     return f"{entry.source} ||| {entry.target} |||".encode("utf-8")
 
 
+@reader
 def sorted_groups(path: str, encoding: str = "utf-8") -> Iterator[list[PhraseEntry]]:
     """The runs of lines of each source phrase of a table sorted as ``LC_ALL=C sort`` sorts it, in constant
-    memory; raises PhraseTableError at the first line out of that order."""
+    memory, as a :class:`~mosesrnn.io.readers.Reader`; raises PhraseTableError at the first line out of that
+    order."""
     group: list[PhraseEntry] = []
     previous = b""
-    for entry in read_entries(path, encoding):
-        key = _key(entry)
-        if key < previous:
-            raise PhraseTableError(path, entry.line_no, f"out of order: the table must be sorted as Moses writes it "
-                                   f"(LC_ALL=C sort), and {entry.source!r} ||| {entry.target!r} comes after the line "
-                                   f"before it (sort it with: zcat TABLE | LC_ALL=C sort | gzip > SORTED.gz)")
-        previous = key
-        if group and entry.source != group[0].source:
-            yield group
-            group = []
-        group.append(entry)
+    with read_entries(path, encoding) as entries:
+        for entry in entries:
+            key = _key(entry)
+            if key < previous:
+                raise PhraseTableError(path, entry.line_no, f"out of order: the table must be sorted as Moses "
+                                       f"writes it (LC_ALL=C sort), and {entry.source!r} ||| {entry.target!r} comes "
+                                       f"after the line before it (sort it with: zcat TABLE | LC_ALL=C sort | gzip > "
+                                       f"SORTED.gz)")
+            previous = key
+            if group and entry.source != group[0].source:
+                yield group
+                group = []
+            group.append(entry)
     if group:
         yield group
 
@@ -152,12 +158,13 @@ def margin_for_share(path: str, ranking: Ranking, share: float, encoding: str = 
     """The margin (nats below each source's best) that keeps ``share`` of the table's lines (a first pass, a
     histogram of margins in 0.01-nat bins: constant memory)."""
     counts, lines = [0] * _BINS, 0
-    for group in sorted_groups(path, encoding):
-        scores = [ranking.score(path, entry) for entry in group]
-        best = max(scores)
-        for score in scores:
-            counts[min(int((best - score) / _BIN), _BINS - 1)] += 1
-        lines += len(group)
+    with sorted_groups(path, encoding) as groups:
+        for group in groups:
+            scores = [ranking.score(path, entry) for entry in group]
+            best = max(scores)
+            for score in scores:
+                counts[min(int((best - score) / _BIN), _BINS - 1)] += 1
+            lines += len(group)
     wanted, seen = share * lines, 0
     for index, count in enumerate(counts):
         seen += count
@@ -173,19 +180,22 @@ def _pair(entry: PhraseEntry) -> str:
 class _Reordering:
     """The lines of a reordering table, read along with the phrase table's: the same pairs, line for line; each
     kept when its pair is. A line that differs raises PhraseTableError naming both (the outputs are then
-    removed, unfinished, by their atomic writers)."""
+    removed, unfinished, by their atomic writers). The reading and the output are open inside ``with``."""
 
     def __init__(self, path: str, output: str, encoding: str, table: str):
-        self.path, self.table, self._lines = path, table, iter(read_entries(path, encoding))
-        self._output = atomic_output(output)
-        self.stream, self.lines, self.kept = None, 0, 0
+        self.path, self.output, self.encoding, self.table = path, output, encoding, table
+        self._open: contextlib.ExitStack | None = None
+        self._lines, self.stream, self.lines, self.kept = None, None, 0, 0
 
     def __enter__(self) -> "_Reordering":
-        self.stream = self._output.__enter__()
+        with contextlib.ExitStack() as opened:
+            self._lines = opened.enter_context(read_entries(self.path, self.encoding))
+            self.stream = opened.enter_context(atomic_output(self.output))
+            self._open = opened.pop_all()
         return self
 
-    def __exit__(self, *exc_info) -> None:
-        self._output.__exit__(*exc_info)
+    def __exit__(self, *exc_info) -> bool | None:
+        return self._open.__exit__(*exc_info)
 
     def pair(self, entry: PhraseEntry, kept: bool) -> None:
         """Write the reordering line of ``entry``'s pair if the phrase table keeps it."""
@@ -221,8 +231,8 @@ def prune_table(path: str, output: str, ranking: Ranking, selection: Selection, 
     chosen = Selection(margin=margin) if margin is not None else selection
     lines = kept = sources = 0
     with atomic_output(output) as stream, (_Reordering(reordering, reordering_output, encoding, path) if reordering
-                                           else _NoReordering()) as moved:
-        for group in sorted_groups(path, encoding):
+                                           else _NoReordering()) as moved, sorted_groups(path, encoding) as groups:
+        for group in groups:
             decisions = chosen.keep([ranking.score(path, entry) for entry in group])
             for entry, keep in zip(group, decisions):
                 if keep:

@@ -1,7 +1,9 @@
 """Stream a phrase table through feature columns and write the extended table.
 
 Reading (with gzip on its own thread), computing and writing run side by side (see
-:mod:`mosesrnn.pipeline.streams`). Lines come out in input order, one for one; the output appears
+:mod:`mosesrnn.pipeline.streams`); with ``workers``, worker processes parse, encode and format the
+chunks around this process, which only runs the models (:mod:`mosesrnn.pipeline.workers`), and the
+output is byte for byte the same. Lines come out in input order, one for one; the output appears
 only when the whole table (or shard, see :mod:`mosesrnn.pipeline.shards`) has been written. A
 checkpoint is taken every ``checkpoint_every`` chunks and every ``checkpoint_seconds``, and when
 the run is interrupted (Ctrl-C, SIGTERM), so the same command continues a stopped or killed run
@@ -10,20 +12,17 @@ start of the pass is :mod:`mosesrnn.pipeline.preflight`.
 """
 from __future__ import annotations
 
+import collections
+import contextlib
+import itertools
 import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from ..features.registry import Feature, describe
-from ..formats.phrase_table import (
-    MAX_TABLE_EXPONENT,
-    PhraseEntry,
-    PhraseTableError,
-    format_line,
-    table_value,
-)
+from ..formats.phrase_table import MAX_TABLE_EXPONENT, PhraseTableError
 from ..formats.sidecar import Sidecar, write_sidecar
 from ..io.atomic import is_special_file
 from ..io.compressed import count_lines
@@ -31,8 +30,10 @@ from ..io.job import Interrupted
 from ..io.resumable import ResumableOutput, StreamOutput, open_output
 from ..version import __version__
 from .preflight import check_run, first_chunk_warnings, table_warnings
-from .shards import ShardSpec, TableSlice
-from .streams import ChunkWriter, chunked, prefetch
+from .shards import ShardSpec
+from .streams import ChunkWriter, prefetch
+from .table_chunks import RawChunk, TableChunks, parse_chunk
+from .workers import ChunkText, WorkerPool
 
 __all__ = ["ScoreSummary", "ScoreInterrupted", "score_table", "signature"]
 
@@ -80,13 +81,14 @@ class ScoreInterrupted(Interrupted):
 def score_table(input_path: str, output_path: str, features: Sequence[Feature], *,
                 encoding: str = "utf-8", chunk_lines: int = 20000, shard: ShardSpec = ShardSpec(),
                 resume: bool = True, checkpoint_every: int = 25, checkpoint_seconds: float = 300.0,
-                progress: Callable[[int, int, int | None], None] | None = None) -> ScoreSummary:
+                workers: int = 0, progress: Callable[[int, int, int | None], None] | None = None) -> ScoreSummary:
     """Append the ``features`` columns, in order, to every line of a phrase table (or one shard).
 
     The output is written as ``OUTPUT.part``, checkpointed (see the module docstring) and renamed
     when complete; ``resume`` (the default) continues a stopped run of the same command (same input,
     shard, chunking and signature, which holds every setting that changes a value), and False
-    starts over. ``-`` is stdout; a device or FIFO is written directly. ``progress(lines,
+    starts over. ``workers`` processes parse, encode and format beside this one (0: all in this process;
+    the output is the same). ``-`` is stdout; a device or FIFO is written directly. ``progress(lines,
     bytes_read, bytes_total)`` is called after each chunk. A JSON sidecar ``OUTPUT.json`` records
     the signature and the line range (regular files only). Raises
     :class:`~mosesrnn.formats.phrase_table.PhraseTableError` on bad input and OSError when
@@ -106,12 +108,12 @@ def score_table(input_path: str, output_path: str, features: Sequence[Feature], 
     state = output.state or {}
     if state:
         log.info("resuming at line %d (%d lines done)", state["next_line"], state["lines"])
-    table = TableSlice(input_path, encoding, *nominal, resume_line=state.get("next_line"))
+    table = TableChunks(input_path, encoding, chunk_lines, *nominal, resume_line=state.get("next_line"))
     started = time.perf_counter()
     try:
-        lines, capped = _score_chunks(table, output, features, chunk_lines,
-                                      _Schedule(checkpoint_every, checkpoint_seconds), state, progress,
-                                      scored_already=bool(warnings))
+        with table:
+            lines, capped = _score_chunks(table, output, features, _Schedule(checkpoint_every, checkpoint_seconds),
+                                          state, progress, workers, scored_already=bool(warnings))
         size = output.finish()
     except (ScoreInterrupted, KeyboardInterrupt):  # Ctrl-C in the chunks (checkpointed), or later
         resumable = isinstance(output, ResumableOutput)
@@ -157,49 +159,107 @@ class _Schedule:
         return True
 
 
-def _score_chunks(table: TableSlice, output: ResumableOutput | StreamOutput, features: Sequence[Feature],
-                  chunk_lines: int, schedule: _Schedule, state: dict, progress,
+def _score_chunks(table: TableChunks, output: ResumableOutput | StreamOutput, features: Sequence[Feature],
+                  schedule: _Schedule, state: dict, progress, workers: int,
                   scored_already: bool = False) -> tuple[int, int]:
     """Compute and write the chunks of ``table``; returns (lines done, resumed ones included; values capped).
 
     On Ctrl-C the chunks already computed are written and checkpointed, then ScoreInterrupted is raised.
     """
-    lines, done = state.get("lines", 0), None
-    formatter = _TableFormatter([feature.spec.table_digits for feature in features])
-    writer = ChunkWriter(output, formatter)
-    try:
-        for number, chunk in enumerate(prefetch(chunked(table, chunk_lines)), start=1):
-            if number == 1 and not state:
-                for warning in first_chunk_warnings(table.reader.path, chunk, features, scored_already=scored_already):
-                    log.warning("warning: %s", warning)
-            columns = [feature.values(chunk) for feature in features]
-            after = {"next_line": chunk[-1].line_no + 1, "lines": lines + len(chunk),
-                     "first_line": state.get("first_line") or table.first_line}
-            writer.put(chunk, columns, after if schedule.due(number) else None)
-            lines, done = after["lines"], after
-            if progress:
-                progress(lines, table.reader.position(), table.reader.size)
-    except KeyboardInterrupt:
-        writer.close()
-        if done is not None:
-            output.checkpoint(done)
-        raise ScoreInterrupted("", done and done["next_line"], lines) from None
-    finally:
-        writer.close()
-    return lines, formatter.capped
+    lines, done, capped = state.get("lines", 0), None, 0
+    with contextlib.closing(prefetch(table)) as chunks:
+        first = next(chunks, None)
+        if first is None:
+            return lines, capped
+        text = ChunkText(table.path, table.encoding, table.expected_scores,
+                         tuple(feature.encoder for feature in features),
+                         tuple(feature.spec.table_digits for feature in features))
+        with contextlib.ExitStack() as stack:
+            pool = stack.enter_context(WorkerPool(workers, text)) if workers else None
+            writer = ChunkWriter(output, _as_formatted if pool else text.format)
+            stack.callback(writer.close)
+            scored = (_by_workers(pool, features, itertools.chain([first], chunks)) if pool else
+                      _in_process(features, _encoded(text, itertools.chain([first], chunks))))
+            try:
+                for number, (chunk, entries, columns, data) in enumerate(scored, start=1):
+                    if number == 1 and not state:
+                        for warning in first_chunk_warnings(table.path, entries or parse_chunk(
+                                chunk, table.path, table.encoding, table.expected_scores), features,
+                                scored_already=scored_already):
+                            log.warning("warning: %s", warning)
+                    capped += sum(value > MAX_TABLE_EXPONENT for column in columns for value in column)
+                    after = {"next_line": chunk.last_line + 1, "lines": lines + chunk.lines,
+                             "first_line": state.get("first_line") or table.first_line}
+                    writer.put(entries if data is None else data, columns, after if schedule.due(number) else None)
+                    lines, done = after["lines"], after
+                    if progress:
+                        progress(lines, table.position(), table.size)
+            except KeyboardInterrupt:
+                writer.close()
+                if done is not None:
+                    output.checkpoint(done)
+                raise ScoreInterrupted("", done and done["next_line"], lines) from None
+    return lines, capped
 
 
-class _TableFormatter:
-    """Phrase-table lines with the columns appended as ``e^v`` (``digits[j]`` significant digits for
-    column j, None: exactly); values above MAX_TABLE_EXPONENT are capped there and counted."""
+def _as_formatted(data: bytes, columns) -> bytes:
+    """The writer's formatting when workers have formatted the chunk already."""
+    return data
 
-    def __init__(self, digits: Sequence[int | None]):
-        self.digits, self.capped = tuple(digits), 0
 
-    def __call__(self, entries: Sequence[PhraseEntry], columns: Sequence[Sequence[float]]) -> str:
-        self.capped += sum(value > MAX_TABLE_EXPONENT for column in columns for value in column)
-        texts = [[table_value(value, digits) for value in column] for column, digits in zip(columns, self.digits)]
-        return "".join(format_line(entry, values) for entry, values in zip(entries, zip(*texts)))
+def _encoded(text: ChunkText, chunks) -> Iterator[tuple[RawChunk, list, list]]:
+    """Each chunk with its entries and the encoders' payloads (run on the reading thread, as prefetched)."""
+    return ((chunk, *text.encode(chunk)) for chunk in chunks)
+
+
+def _in_process(features: Sequence[Feature], encoded) -> Iterator[tuple]:
+    """``(chunk, entries, columns, None)`` of every chunk, parsed and encoded on one reading thread."""
+    with contextlib.closing(prefetch(encoded)) as ready:
+        for chunk, entries, payloads in ready:
+            yield chunk, entries, [feature.compute(payload) for feature, payload in zip(features, payloads)], None
+
+
+def _by_workers(pool: WorkerPool, features: Sequence[Feature], chunks: Iterator[RawChunk],
+                depth: int | None = None) -> Iterator[tuple]:
+    """``(chunk, None, columns, formatted bytes)`` of every chunk, in order; the workers parse, encode and format,
+    ``depth`` chunks ahead (default: two a worker). A bad line found by the reader is raised after the chunks
+    before it, so that the first bad line of the table is the one reported."""
+    depth = depth or 2 * len(pool)
+    submitted: collections.deque = collections.deque()  # (number, chunk) being encoded
+    computed: collections.deque = collections.deque()  # (number, chunk, columns) being formatted
+    numbers, reader_error = itertools.count(), None
+
+    def submit() -> None:
+        nonlocal reader_error
+        while reader_error is None and len(submitted) < depth:
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                return
+            except PhraseTableError as error:
+                reader_error = error
+                return
+            number = next(numbers)
+            pool.encode(number, chunk)
+            submitted.append((number, chunk))
+
+    submit()
+    while submitted or computed:
+        if submitted:
+            number, chunk = submitted.popleft()
+            _, payloads = pool.encoded(number)
+            columns = [feature.compute(payload) for feature, payload in zip(features, payloads)]
+            pool.format(number, columns)
+            computed.append((number, chunk, columns))
+            submit()
+        while computed:
+            data = pool.formatted(computed[0][0], block=not submitted or len(computed) > depth)
+            if data is None:
+                break
+            _, chunk, columns = computed.popleft()
+            yield chunk, None, columns, data
+    if reader_error is not None:
+        raise reader_error
 
 
 def _write_sidecar(output_path: str, key: dict, features: Sequence[Feature], summary: ScoreSummary,

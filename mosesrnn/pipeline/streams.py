@@ -25,7 +25,8 @@ def chunked(entries: Iterable, size: int) -> Iterator[list]:
 
 
 def prefetch(items: Iterable, depth: int = 4) -> Iterator:
-    """Produce ``items`` on a background thread, up to ``depth`` ahead; re-raise its errors here."""
+    """Produce ``items`` on a background thread, up to ``depth`` ahead; re-raise its errors here. Close it
+    (``contextlib.closing``) where it is left: its thread stops, and closes ``items`` if it can be closed."""
     buffer: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
@@ -38,6 +39,9 @@ def prefetch(items: Iterable, depth: int = 4) -> Iterator:
             buffer.put(_DONE)
         except BaseException as error:  # handed to the consumer, raised there
             buffer.put(error)
+        finally:
+            if hasattr(items, "close"):  # a generator left before its end: closed here, not by the garbage collector
+                items.close()
 
     thread = threading.Thread(target=produce, name="mosesrnn-reader", daemon=True)
     thread.start()
@@ -58,13 +62,13 @@ def prefetch(items: Iterable, depth: int = 4) -> Iterator:
 class ChunkWriter:
     """Formats and writes chunks on a background thread, in the order they are handed in.
 
-    ``format_chunk(entries, columns)`` returns the text of a chunk, ``columns`` holding one list
-    of values per feature. A chunk handed in with a ``checkpoint`` state is followed by
+    ``format_chunk(entries, columns)`` returns the text of a chunk (str, or bytes already encoded),
+    ``columns`` holding one list of values per feature. A chunk handed in with a ``checkpoint`` state is followed by
     ``output.checkpoint(state)``.
     """
 
     def __init__(self, output: ResumableOutput | StreamOutput,
-                 format_chunk: Callable[[Sequence, Sequence[Sequence[float]]], str], depth: int = 4):
+                 format_chunk: Callable[[Sequence, Sequence[Sequence[float]]], str | bytes], depth: int = 4):
         self._output, self._format, self._queue = output, format_chunk, queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="mosesrnn-writer", daemon=True)
@@ -76,7 +80,8 @@ class ChunkWriter:
                 continue  # drain after a failure so that put() never blocks
             entries, columns, checkpoint = item
             try:
-                self._output.write(self._format(entries, columns).encode("utf-8"))
+                text = self._format(entries, columns)
+                self._output.write(text if isinstance(text, bytes) else text.encode("utf-8"))
                 if checkpoint is not None:
                     self._output.checkpoint(checkpoint)
             except BaseException as error:

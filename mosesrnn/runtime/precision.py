@@ -5,21 +5,24 @@ The one place where a model is made ready for inference at a reduced precision; 
 ``mosesrnn.load`` all go through :func:`precision`.
 
 - ``fp32``: the model as trained.
-- ``bf16``: bfloat16 autocast for the matmuls (states, gates and the softmax normaliser stay at least
-  float32, see :mod:`mosesrnn.encdec.layers`). Fast on GPUs and on CPUs with AVX512-BF16 or AMX;
-  7-14x *slower* than fp32 on CPUs without them (emulated).
+- ``bf16``: bfloat16 autocast for the matmuls; the GRU gates and states (encoder's and decoder's,
+  :func:`mosesrnn.encdec.layers.gru_update`) and the softmax normaliser (over the logits, upcast) are
+  computed in float32.
+  Fast on GPUs and on CPUs with AVX512-BF16 or AMX; 7-14x *slower* than fp32 on CPUs without them (emulated).
 - ``int8``: dynamic quantisation of every linear layer (input, recurrent and output projections):
   int8 weights, one scale per output row, the activations quantised per batch at run time, int32
   accumulation (PyTorch's x86/fbgemm kernels, on AVX2 and faster with VNNI). CPU only.
 - ``auto``: chosen from the device and the CPU's flags (:func:`auto_dtype`), and said in the log.
 
-Measured (``benchmarks/precision_accuracy.py``, ``benchmarks/score_speed.py``; docs/performance.md):
-on a trained model bf16 moves log p by 0.06 nats on average; int8 is 1.15-1.47x faster than fp32
-on an AVX2 CPU but moves log p by 0.3 nats on average, so ``auto`` never picks it. Without the
-normaliser (``score --normalizer skip``; the output matrix then stays float, ``keep_float``) int8
-still moves the score by 0.17-0.37 nats on average on trained self-normalised models, above the
-0.05 asked, whichever subset of the layers is quantised (0.10 at best, the encoder's alone); bf16
-moves it by 0.03-0.12.
+Measured (``benchmarks/precision_accuracy.py``; docs/performance.md, "Precision"), on the shipped model
+(``examples/model/tatoeba-small.pt``) and the 6,229 lines of ``examples/phrase-table.gz``: bf16 moves log p by
+0.023 nats on average (max 1.30, on a pair whose log p is -224) and the raw score of ``score --normalizer skip``
+by 0.034 (max 1.09). Before the encoder's GRU gates ran in float32 it moved them by 0.31 and 0.62: 79% of that
+trained encoder's update gates z are above 0.999, and bf16, whose step is 2^-8 just below 1, rounds their
+1 - z to 0 or to 0.0039. int8 moves log p by 0.63 nats on average on that model (0.30 on README's Table 1
+model), so ``auto`` never picks it; without the normaliser (``keep_float``: the output matrix stays float)
+it still moves the score by 0.17-0.37 nats on the self-normalised models of docs/performance.md, above
+the 0.05 asked, whichever subset of the layers is quantised (0.10 at best, the encoder's alone).
 """
 from __future__ import annotations
 
@@ -45,10 +48,12 @@ log = logging.getLogger("mosesrnn")
 def auto_dtype(device: str, flags: set[str] | None = None) -> tuple[str, str]:
     """The dtype ``auto`` means on ``device``, and why.
 
-    A GPU, or a CPU with AMX or AVX512-BF16: bf16 (native bf16 matmuls; mean |delta log p| 0.06 nats
-    on a trained model). Any other CPU: fp32. int8 is never chosen: it is 1.15-1.47x faster than fp32
-    on AVX2, but moves log p by 0.3 nats on average on a trained model (docs/performance.md), six
-    times the 0.05 nats a score column may move.
+    A GPU, or a CPU with AMX or AVX512-BF16: bf16 (native bf16 matmuls). On the shipped model it moves log p
+    by 0.023 nats on average and the skip path's score by 0.034, within the 0.05 nats a score column may
+    move (measured with emulated bf16 on an AVX2 CPU; before the GRU gates were kept in float32, an AMX CPU
+    and an H100 gave the same 0.31 as that emulation). Any other CPU: fp32, since emulated bf16 is many
+    times slower. int8 is never chosen: it is 1.15-1.47x faster than fp32 on AVX2, but moves log p by
+    0.3-0.6 nats on average on trained models (docs/performance.md).
     """
     if device.startswith("cuda"):
         return "bf16", "a GPU"

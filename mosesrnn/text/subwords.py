@@ -22,7 +22,8 @@ from typing import Callable, Iterable, Iterator
 
 from ..formats.phrase_table import PhraseEntry
 from ..io.atomic import atomic_file
-from ..io.compressed import open_raw, read_bytes
+from ..io.compressed import open_raw
+from ..io.json_file import read_json
 from .codec import CodecPair
 from .tokenizers import MosesWords, SentencePieceTokenizer, Tokenizer, words
 from .vocab import EOS, PAD, RESERVED, SOURCE_FILE, TARGET_FILE, UNK, Vocabulary, VocabularyPair, unique_pairs
@@ -72,10 +73,7 @@ class SubwordModels:
     def load(cls, directory: str) -> "SubwordModels":
         """Read what :meth:`save` wrote; raises ValueError for a descriptor of another format."""
         path = os.path.join(directory, DESCRIPTOR)
-        try:
-            descriptor = json.loads(read_bytes(path).decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as error:
-            raise ValueError(f"{path}: not a mosesrnn subword descriptor ({error})") from None
+        descriptor = read_json(path, "a mosesrnn subword descriptor")
         if not isinstance(descriptor, dict) or descriptor.get("format") != FORMAT:
             raise ValueError(f"{path}: not a mosesrnn subword descriptor")
         if descriptor.get("version") != VERSION:

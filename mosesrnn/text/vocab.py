@@ -38,6 +38,8 @@ class Vocabulary:
         self.itos = list(RESERVED) + list(words_by_frequency)
         self.counts = list(counts) if counts is not None else [0] * len(words_by_frequency)
         self.stoi = {word: index for index, word in enumerate(self.itos)}
+        #: A word's id, ``<unk>``'s for a word outside the shortlist (a C-level lookup, for mapping in bulk).
+        self.id_of = _IdsOrUnknown(self.stoi).__getitem__
         self._words = frozenset(self.itos[len(RESERVED):])
         if len(self.stoi) != len(self.itos):
             raise ValueError("vocabulary words must be unique and must not be reserved symbols")
@@ -50,8 +52,7 @@ class Vocabulary:
 
     def ids(self, phrase_words: Iterable[str]) -> list[int]:
         """Map words to ids; words outside the shortlist become the ``<unk>`` id."""
-        unk = self.stoi[UNK]
-        return [self.stoi.get(word, unk) for word in phrase_words]
+        return list(map(self.id_of, phrase_words))
 
     def count_unknown(self, phrase_words: Iterable[str]) -> int:
         """Number of words outside the shortlist."""
@@ -71,16 +72,23 @@ class Vocabulary:
     @classmethod
     def load(cls, path: str) -> "Vocabulary":
         """Read a vocabulary file written by :meth:`save`."""
-        lines = text_lines(path)
-        if next(lines, (1, ""))[1] != FORMAT_HEADER:
-            raise ValueError(f"{path}:1: not a mosesrnn vocabulary (expected {FORMAT_HEADER!r})")
-        entries = []
-        for line_no, line in lines:
-            parts = line.split("\t")
-            if len(parts) != 2 or not parts[1].isdigit():
-                raise ValueError(f"{path}:{line_no}: expected 'word<TAB>count'")
-            entries.append((parts[0], int(parts[1])))
+        with text_lines(path) as lines:
+            if next(lines, (1, ""))[1] != FORMAT_HEADER:
+                raise ValueError(f"{path}:1: not a mosesrnn vocabulary (expected {FORMAT_HEADER!r})")
+            entries = []
+            for line_no, line in lines:
+                parts = line.split("\t")
+                if len(parts) != 2 or not parts[1].isdigit():
+                    raise ValueError(f"{path}:{line_no}: expected 'word<TAB>count'")
+                entries.append((parts[0], int(parts[1])))
         return cls([word for word, _ in entries], [count for _, count in entries])
+
+
+class _IdsOrUnknown(dict):
+    """Word -> id, ``<unk>``'s id for any other word."""
+
+    def __missing__(self, word: str) -> int:
+        return UNK_ID
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,18 @@ run, and the closing line.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 import torch
 
-from .loop import Loop, LoopResult, LoopSettings, Task, begin_run
+from ..io.model_store import model_kind
+from ..io.roles import MODEL_KINDS
+from .loop import BEST, LAST, Loop, LoopResult, LoopSettings, Task, begin_run
 
-__all__ = ["Family", "Outcome", "drive", "config_from_options"]
+__all__ = ["Family", "Outcome", "drive", "check_family", "config_from_options"]
 
 log = logging.getLogger("mosesrnn")
 
@@ -29,6 +32,8 @@ class Family(Protocol):
     free_on_resume: frozenset[str]
     #: the loss curve's unit (NLL per pair, per token)
     plot_unit: str
+    #: the kind of model file it writes (:data:`~mosesrnn.io.roles.MODEL_KINDS`)
+    kind: str
 
     def check_resume(self, config) -> None:
         """Raise ValueError when the options contradict the run saved in the output folder."""
@@ -68,6 +73,7 @@ def drive(family: Family, config, should_stop=None) -> Outcome:
     ``config`` is the family's :class:`~mosesrnn.train.loop.RunConfig`; its recipe options are read
     through ``config.setting(name)``. ``should_stop(updates)`` is asked before every update.
     """
+    check_family(config.output_dir, family.kind)
     ranks, device, state = begin_run(config, family.free_on_resume)
     resumed = state is not None
     if resumed:
@@ -93,6 +99,23 @@ def drive(family: Family, config, should_stop=None) -> Outcome:
     log.info("stopped (%s) after %d updates: %s; %.0f %s/s", result.stop_reason, result.updates,
              result.best.summary if result.best else "not validated yet", result.examples_per_second, task.unit)
     return Outcome(result, task, data, loop)
+
+
+def check_family(output_dir: str, kind: str) -> None:
+    """Raise ValueError when ``output_dir`` holds the model of another family than ``kind``: neither continuing
+    it nor starting over (``--restart``, which would replace its best.pt) is what was meant."""
+    for name in (BEST, LAST):
+        path = os.path.join(output_dir, name)
+        if not os.path.isfile(path):
+            continue
+        try:
+            found = model_kind(path)
+        except ValueError:  # not a model file at all: the run's own reading of it says so
+            continue
+        if found != kind:
+            raise ValueError(f"{output_dir} holds {MODEL_KINDS[found]}, in {name}: this run trains "
+                             f"{MODEL_KINDS[kind].split(' (')[0]}, which would replace it: give it another "
+                             f"output folder")
 
 
 def config_from_options(cls, options: dict, **derived):

@@ -31,10 +31,25 @@ class TrainLog:
         if self.writes:
             self.plot()
 
+    def _validations(self) -> list[dict]:
+        """The log's validation records; a line that is not JSON (a damaged log) raises ValueError naming it
+        (``PATH:LINE:COLUMN``, as every reader of JSON does)."""
+        records = []
+        for line_no, text in enumerate(read_lines(self.path), start=1):
+            if not text:
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{self.path}:{line_no}:{error.colno}: not a training record ({error.msg})") from None
+            if isinstance(record, dict) and record.get("event") == "valid":
+                records.append(record)
+        return records
+
     def plot(self) -> None:
         """Draw NLL per example (train, valid) and valid vs unigram perplexity against updates."""
         from matplotlib.figure import Figure
-        records = [r for r in map(json.loads, filter(None, read_lines(self.path))) if r["event"] == "valid"]
+        records = self._validations()
         updates = [r["update"] for r in records]
         figure = Figure(figsize=(10, 4))
         nll, ppl = figure.subplots(1, 2)

@@ -245,7 +245,8 @@ class Loop:
         self.optimizer.step()
         value = float(loss.detach()) if self.ranks.world == 1 else _mean_over_ranks(loss.detach())
         if not math.isfinite(value):
-            raise ValueError(f"the loss became {value} at update {self.updates + 1}; try --clip-norm 1")
+            advice = ("" if self.settings.clip_norm else "--clip-norm 1 or ") + "a lower --learning-rate"
+            raise ValueError(f"the loss became {value} at update {self.updates + 1}: try {advice}")
         self.updates, self.examples = self.updates + 1, self.examples + len(index)
         self.loss_sum, self.loss_count = self.loss_sum + value, self.loss_count + 1
         return value

@@ -108,18 +108,19 @@ def load_nbest(paths: Sequence[str], bleu: BleuStatistics) -> TuningProblem:
     layouts: dict[tuple[str, ...], int] = {}
     sentences: list[dict[tuple[str, int, bytes], tuple[float, int]]] = [{} for _ in range(len(bleu))]
     for source, path in enumerate(paths):
-        for entry in read_nbest(path):
-            if entry.sentence_id >= len(sentences):
-                raise NbestError(path, entry.line_no, f"sentence id {entry.sentence_id}, but the references "
-                                                      f"have {len(sentences)} lines (ids 0..{len(sentences) - 1})")
-            for name, values in entry.features:
-                column, size = groups.setdefault(name, (sum(s for _, s in groups.values()), len(values)))
-                if size != len(values):
-                    raise NbestError(path, entry.line_no, f"feature {name} has {len(values)} values here, "
-                                                          f"{size} on earlier lines")
-            layout = layouts.setdefault(entry.feature_names, len(layouts))
-            values = np.array([v for _, group in entry.features for v in group], dtype=np.float64)
-            sentences[entry.sentence_id][entry.hypothesis, layout, values.tobytes()] = (entry.total, source)
+        with read_nbest(path) as entries:
+            for entry in entries:
+                if entry.sentence_id >= len(sentences):
+                    raise NbestError(path, entry.line_no, f"sentence id {entry.sentence_id}, but the references "
+                                                          f"have {len(sentences)} lines (ids 0..{len(sentences) - 1})")
+                for name, values in entry.features:
+                    column, size = groups.setdefault(name, (sum(s for _, s in groups.values()), len(values)))
+                    if size != len(values):
+                        raise NbestError(path, entry.line_no, f"feature {name} has {len(values)} values here, "
+                                                              f"{size} on earlier lines")
+                layout = layouts.setdefault(entry.feature_names, len(layouts))
+                values = np.array([v for _, group in entry.features for v in group], dtype=np.float64)
+                sentences[entry.sentence_id][entry.hypothesis, layout, values.tobytes()] = (entry.total, source)
     for sentence, hypotheses in enumerate(sentences):
         if not hypotheses:
             raise ValueError(f"sentence {sentence} (0-based) has no hypotheses in {', '.join(paths)}")

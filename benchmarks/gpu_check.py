@@ -1,0 +1,510 @@
+"""One command that measures a machine, a GPU above all (issue 41): every figure of the scorer and the trainers.
+
+GPU time is scarce (a 15-minute session, drawn by chance), so this prints, in under 8 minutes on one GPU:
+
+1. the device (GPU name, or the CPU's model and flags: AVX2, AVX-512, AMX), torch, the git commit;
+2. the device's matmul FLOP/s, fp32 and bf16 (the denominator of every roofline share);
+3. model only: ``RNNFeature.values`` pairs/s on the first lines of the Tatoeba table (50,000 on a GPU), by
+   preset (random weights: speed does not depend on training), path (exact fp32, exact bf16, skip fp32) and
+   ``batch_tokens`` (4,096 and 32,768 on a GPU), with the share of the roofline (useful FLOP/s / matmul FLOP/s);
+4. cuda against the CPU: max and mean |delta log p| of the shipped model's values, on the device in fp32 and
+   bf16 against the CPU's fp32 (skipped on a CPU);
+5. end to end: ``mosesrnn score`` lines/s in a child process on the table's first lines: the shipped model,
+   ``--normalizer skip``, a paper-preset model, ``--features unk`` alone, and by ``--workers`` where the
+   installed ``mosesrnn score`` has that option;
+6. ``mosesrnn train``, ``lm train`` and ``bilm train`` for 45 s of training each (a CPU: 20 s; --quick: 5 s):
+   updates, speed and the validation perplexity at the end.
+
+The Tatoeba data are read from shared/data/tatoeba-moses-en-fr inside the checkout or beside it (../shared); where
+it is absent, examples/phrase-table.gz and the 2,000-sentence slices of tests/data stand in (--table names another
+table). Sizes: see ``sizes_for``. Where mosesrnn is not installed, run it with PYTHONPATH=. from the checkout.
+
+Every table comes with the command that made it. A time budget (--budget, 8 minutes) is checked before
+every row: what would not fit is skipped with a note, and children are killed at the budget's end.
+
+    python benchmarks/gpu_check.py --device cuda --out gpu-report.md     # a GPU machine, < 8 minutes
+    python benchmarks/gpu_check.py --quick --device cpu                   # CI-sized, about a minute
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import gzip
+import itertools
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+import torch
+from score_speed import flops_per_pair, matmul_flops, pairs_per_second, trained_model
+
+from mosesrnn.cli import main as cli
+from mosesrnn.encdec.model_file import load_trained_model, save_trained_model
+from mosesrnn.features.rnn import RNNFeature
+from mosesrnn.formats.phrase_table import read_entries
+from mosesrnn.runtime.cpu import cpu_flags
+from mosesrnn.runtime.devices import resolve_device
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the Tatoeba system's data: in shared/ inside the checkout (it travels with it to a lent machine), else beside it
+SHARED = next((folder for folder in (ROOT / "shared/data/tatoeba-moses-en-fr",
+                                     ROOT.parent / "shared/data/tatoeba-moses-en-fr") if folder.exists()),
+              ROOT.parent / "shared/data/tatoeba-moses-en-fr")
+TESTS = ROOT / "tests/data"
+MODEL = ROOT / "examples/model/tatoeba-small.pt"
+PATHS = (("exact", "fp32"), ("exact", "bf16"), ("skip", "fp32"))
+SCORED = re.compile(r"scored (\d+) lines .* in ([\d.]+) s \(([\d.]+) lines/s\)")
+STOPPED = re.compile(r"stopped \((\w+)\) after (\d+) updates: .*; (\d+) ([\w-]+)/s")
+PERPLEXITY = re.compile(r"validation perplexity ([\d.]+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """How much each section does: a GPU run, a CPU run (the same rows, smaller) and --quick (CI)."""
+    pairs: int  # model only: the slice every row scores
+    rounds: int  # alternated rounds per row (the median is shown)
+    batch_tokens: tuple[int, ...]
+    score_lines: int  # end to end: the first lines of the table
+    agreement_pairs: int
+    train_seconds: int
+    train_lines: int  # `mosesrnn train`: the first lines of the table
+    matmul_hidden: int  # the peak: (1024 x H) by (H x 3H)
+    small_data: bool  # lm/bilm on tests/data's 2,000 sentences instead of the 140,098 of ../shared
+
+
+def sizes_for(device: str, quick: bool) -> Sizes:
+    """The sizes of a run on ``device`` (a GPU: batches up to 32,768 tokens; the CPU: smaller)."""
+    gpu = device != "cpu"
+    batch_tokens = (4096, 32768) if gpu else (1024, 4096)
+    if quick:
+        return Sizes(50, 1, batch_tokens, 200, 1000, 5, 3000, 256, True)
+    if gpu:
+        return Sizes(50_000, 3, batch_tokens, 100_000, 5000, 45, 500_000, 4096, False)
+    return Sizes(500, 2, batch_tokens, 4000, 2000, 20, 20_000, 1024, False)
+
+
+class Report:
+    """Markdown on stdout, and in ``out`` (rewritten after every section, so a killed run leaves its figures)."""
+
+    def __init__(self, out: str | None):
+        self.out, self.lines, self.notes, self.started = out, [], [], time.monotonic()
+
+    def line(self, text: str = "") -> None:
+        print(text, flush=True)
+        self.lines.append(text)
+
+    def section(self, title: str) -> None:
+        self.flush_notes()
+        self.save()
+        self.line(f"\n## {title}\n")
+        print(f"gpu_check: {time.monotonic() - self.started:.0f} s: {title}", file=sys.stderr, flush=True)
+
+    def command(self, text: str) -> None:
+        self.line(f"Command: `{text}`\n")
+
+    def table(self, header: list[str], rows: list[list[str]]) -> None:
+        self.line("| " + " | ".join(header) + " |")
+        self.line("|" + "---|" * len(header))
+        for row in rows:
+            self.line("| " + " | ".join(row) + " |")
+        self.flush_notes()
+
+    def note(self, text: str) -> None:
+        """A line for after the section's table (what was skipped)."""
+        self.notes.append(text)
+
+    def flush_notes(self) -> None:
+        for text in self.notes:
+            self.line(f"\n{text}")
+        self.notes.clear()
+
+    def save(self) -> None:
+        if self.out:
+            Path(self.out).write_text("\n".join(self.lines) + "\n", encoding="utf-8")
+
+
+class Budget:
+    """The run's time budget. A section runs until its deadline, a share of the budget counted from the start (so
+    that what one section leaves unused goes to the next); each row asks whether it fits before it starts."""
+
+    def __init__(self, seconds: float, report: Report):
+        self.seconds, self.report, self.started, self.deadline = seconds, report, time.monotonic(), seconds
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def left(self) -> float:
+        """Seconds left of the whole budget (a child still running then is stopped)."""
+        return self.seconds - self.elapsed()
+
+    def until(self, share: float) -> None:
+        """The next rows' deadline: ``share`` of the budget, counted from the start."""
+        self.deadline = share * self.seconds
+
+    def allows(self, need: float, what: str) -> bool:
+        """Whether ``need`` seconds are left before the deadline; if not, a note says what is skipped."""
+        left = self.deadline - self.elapsed()
+        if left >= need:
+            return True
+        self.report.note(f"_skipped ({what}): it needs about {need:.0f} s, and {max(left, 0):.0f} s are left "
+                         f"before this section's deadline, {self.deadline:.0f} s into the {self.seconds:.0f}-s "
+                         f"budget_")
+        return False
+
+
+def shell(words) -> str:
+    return " ".join(shlex.quote(str(word)) for word in words)
+
+
+def shown(words: list, folder: str) -> str:
+    """A child's command line as the report shows it: ``mosesrnn ...``, paths relative to the repository or to
+    the run's temporary folder."""
+    return shell(["mosesrnn", *words]).replace(folder + "/", "").replace(str(ROOT) + "/", "")
+
+
+def run_child(words: list[str], budget: Budget) -> tuple[subprocess.CompletedProcess, float]:
+    """Run ``python -m mosesrnn WORDS``, killed at the budget's end; its result and wall seconds."""
+    started = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, "-m", "mosesrnn", *map(str, words)], capture_output=True, text=True,
+                              timeout=max(budget.left(), 1), cwd=ROOT)
+    except subprocess.TimeoutExpired as expired:
+        done = subprocess.CompletedProcess(expired.cmd, -9, expired.stdout or "", "killed at the budget's end")
+    return done, time.perf_counter() - started
+
+
+def failure(done: subprocess.CompletedProcess) -> str:
+    tail = (done.stderr or "").strip().splitlines()[-1:] or ["no message"]
+    return f"failed (status {done.returncode}: {tail[0][:120]})"
+
+
+# -- 1. the device ---------------------------------------------------------------------------------------------
+
+def cpu_name() -> str:
+    """lscpu's model name (else /proc/cpuinfo's), its instruction sets that matter here, and the core count."""
+    try:
+        text = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        text = ""
+    found = re.search(r"^Model name:\s*(.+)$", text, re.M)
+    name = found[1].strip() if found else "unknown CPU"
+    flags = cpu_flags()
+    sets = [label for label, flag in (("AVX2", "avx2"), ("AVX-512", "avx512f"), ("AVX512-BF16", "avx512_bf16"),
+                                       ("AMX", "amx_bf16")) if flag in flags]
+    return f"{name}, {len(os.sched_getaffinity(0))} cores, {' '.join(sets) or 'no AVX2'}"
+
+
+def git_commit(given: str | None) -> str:
+    """The checkout's commit, marked when tracked files differ from it (read-only git calls); ``given`` (--commit)
+    where the checkout is a copy without git."""
+    if given:
+        return f"{given} (as given by --commit)"
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=ROOT, timeout=10)
+        changed = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=ROOT, timeout=30).returncode
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no git)"
+    if commit.returncode:
+        return "unknown (not a git checkout)"
+    return commit.stdout.strip() + (" + local changes" if changed else "")
+
+
+def device_section(report: Report, device: str, args, sizes: Sizes, table: str) -> None:
+    report.section("Device")
+    if device != "cpu":
+        properties = torch.cuda.get_device_properties(device)
+        tf32 = "on" if torch.backends.cuda.matmul.allow_tf32 else "off"
+        report.line(f"- device: {torch.cuda.get_device_name(device)}, {properties.total_memory / 2**30:.0f} GiB, "
+                    f"CUDA {torch.version.cuda}; TF32 matmuls {tf32}")
+    report.line(f"- CPU{' (host)' if device != 'cpu' else ''}: {cpu_name()}; torch's CPU kernels "
+                f"{torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} threads")
+    report.line(f"- torch {torch.__version__}; python {sys.version.split()[0]}; git commit {git_commit(args.commit)}")
+    report.line(f"- {datetime.datetime.now().isoformat(timespec='seconds')}; "
+                f"command: `{shell(['python', 'benchmarks/gpu_check.py', *sys.argv[1:]])}`")
+    report.line(f"- table: {table}; sizes: {dataclasses.asdict(sizes)}; budget {args.budget:.0f} s")
+
+
+# -- 2. the matmul peak ----------------------------------------------------------------------------------------
+
+def matmul_section(report: Report, device: str, sizes: Sizes) -> dict[str, float]:
+    """FLOP/s of a big matmul, fp32 and bf16 autocast, as the scorer runs them."""
+    report.section("Matmul peak")
+    hidden = sizes.matmul_hidden
+    report.command(f"score_speed.matmul_flops({hidden}, dtype, '{device}'): (1024 x {hidden}) by "
+                   f"({hidden} x {3 * hidden}), bf16 by autocast, 1 s each")
+    peaks = {dtype: matmul_flops(hidden, dtype, device) for dtype in ("fp32", "bf16")}
+    report.table(["dtype", "GFLOP/s"], [[dtype, f"{peak / 1e9:,.1f}"] for dtype, peak in peaks.items()])
+    return peaks
+
+
+# -- 3. the model alone ----------------------------------------------------------------------------------------
+
+def model_rows(preset: str, trained, entries, peaks, device: str, sizes: Sizes, budget: Budget) -> list[list[str]]:
+    """One row per (batch_tokens, path): median pairs/s over alternated rounds and its roofline share."""
+    config, rows, need = trained.model.config, [], 1.0
+    flops = {normaliser: flops_per_pair(config, entries, skip=normaliser == "skip")[0]
+             for normaliser in ("exact", "skip")}
+    for batch_tokens in sizes.batch_tokens:
+        if not budget.allows(need, f"{preset}, batch_tokens {batch_tokens} and after"):
+            break
+        started = time.monotonic()
+        features = {path: RNNFeature(trained, normaliser=path[0], dtype=path[1], batch_tokens=batch_tokens,
+                                     device=device) for path in PATHS}
+        speeds: dict[tuple, list[float]] = {path: [] for path in PATHS}
+        for round_number in range(sizes.rounds):
+            for path in (PATHS if round_number % 2 == 0 else PATHS[::-1]):
+                speeds[path].append(pairs_per_second(features[path], entries))
+        for normaliser, dtype in PATHS:
+            speed = statistics.median(speeds[normaliser, dtype])
+            useful = speed * flops[normaliser]
+            rows.append([preset, f"{batch_tokens:,}", f"{normaliser} {dtype}", f"{speed:,.0f}",
+                         f"{min(speeds[normaliser, dtype]):,.0f}-{max(speeds[normaliser, dtype]):,.0f}",
+                         f"{flops[normaliser] / 1e6:.2f}", f"{useful / 1e9:,.1f}",
+                         f"{useful / peaks[dtype]:.1%} of {dtype}"])
+        need = time.monotonic() - started
+    return rows
+
+
+def random_model(preset: str, entries):
+    """score_speed's random-weight model of ``preset``, built on one thread: its init takes the SVD of six
+    (H x H) Gaussian matrices, which threads on a busy CPU slow down several times (paper, H = 1000)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return trained_model(preset, entries)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def model_section(report: Report, budget: Budget, device: str, entries, peaks, sizes: Sizes):
+    """The model alone, by preset, path and batch_tokens; returns the paper preset's model (for end to end)."""
+    report.section("Model only: pairs/s")
+    report.command(f"RNNFeature(score_speed.trained_model(preset, pairs), normaliser=..., dtype=..., "
+                   f"batch_tokens=..., device='{device}').values(first {len(entries):,} pairs), "
+                   f"{sizes.rounds} alternated round(s), median")
+    rows, paper = [], None
+    for preset in ("small", "paper"):
+        if not budget.allows(5, f"preset {preset}"):
+            break
+        trained = random_model(preset, entries)
+        rows += model_rows(preset, trained, entries, peaks, device, sizes, budget)
+        paper = trained if preset == "paper" else paper
+    report.table(["preset", "batch_tokens", "path", "pairs/s", "rounds min-max", "MFLOP/pair", "useful GFLOP/s",
+                  "roofline share"], rows)
+    report.line("\nMFLOP/pair from `score_speed.flops_per_pair` (skip: K = 1, the target's row of G_l); "
+                "roofline share = pairs/s x FLOPs/pair / the matmul peak of that dtype.")
+    return paper
+
+
+# -- 4. cuda against the CPU -----------------------------------------------------------------------------------
+
+def agreement_section(report: Report, budget: Budget, device: str, table: str, sizes: Sizes) -> None:
+    """max and mean |delta log p| between the device's values of the shipped model and the CPU's fp32 ones."""
+    report.section("cuda vs CPU agreement")
+    if device == "cpu":
+        report.line("skipped: this run's device is the CPU, so there is no second device to compare with "
+                    "(run with --device cuda on a GPU machine)")
+        return
+    if not budget.allows(20, "the comparison"):
+        return
+    with read_entries(table) as stream:
+        entries = list(itertools.islice(stream, sizes.agreement_pairs))
+    report.command(f"RNNFeature(load_trained_model('{MODEL.relative_to(ROOT)}'), device=..., dtype=...)"
+                   f".values(first {len(entries):,} pairs), against device='cpu', dtype='fp32'")
+    reference = RNNFeature(load_trained_model(str(MODEL)), device="cpu").values(entries)
+    rows = []
+    for dtype in ("fp32", "bf16"):
+        values = RNNFeature(load_trained_model(str(MODEL), map_location=device), device=device,
+                            dtype=dtype).values(entries)
+        delta = [abs(a - b) for a, b in zip(values, reference)]
+        rows.append([f"{device} {dtype}", f"{max(delta):.2e}", f"{statistics.fmean(delta):.2e}"])
+    report.table(["values", "max |Δ log p| (nats)", "mean |Δ log p|"], rows)
+    report.line(f"\nmean |log p| of the CPU's values: {statistics.fmean(abs(v) for v in reference):.2f}")
+
+
+# -- 5. end to end ---------------------------------------------------------------------------------------------
+
+def write_head(table: str, path: str, lines: int) -> int:
+    """Write the first ``lines`` lines of ``table`` as a gzip file; how many there were."""
+    with gzip.open(table, "rb") as source, gzip.open(path, "wb", compresslevel=1) as out:
+        head = list(itertools.islice(source, lines))
+        out.writelines(head)
+    return len(head)
+
+
+def score_runs(device: str, paper_path: str | None, workers: bool) -> list[tuple[str, list]]:
+    """(label, options) of every end-to-end row: the shipped model's paths, paper, unk alone, --workers."""
+    model, runs = ["-m", MODEL], []
+    runs.append(("shipped small model, exact", model))
+    runs.append(("shipped model, --normalizer skip", model + ["--normalizer", "skip"]))
+    if paper_path:
+        runs.append(("paper preset, random weights", ["-m", paper_path]))
+    runs.append(("--features unk alone (no network)", model + ["--features", "unk"]))
+    if workers:
+        cores = len(os.sched_getaffinity(0))
+        counts = sorted({0, 1, cores} | {2 ** k for k in range(1, cores.bit_length()) if 2 ** k <= cores})
+        runs += [(f"shipped model, --workers {count}", model + ["--workers", count]) for count in counts]
+    return [(label, options + ["--device", device]) for label, options in runs]
+
+
+def knows_workers() -> bool:
+    """Whether the installed `mosesrnn score` has --workers (what its --help lists, read without a child)."""
+    score = cli.get_command(click.Context(cli), "score")
+    return any("--workers" in parameter.opts for parameter in score.params)
+
+
+def score_row(label: str, options: list, folder: str, slice_path: str, budget: Budget, lines: int) -> list[str]:
+    out = os.path.join(folder, "out.gz")
+    words = ["score", slice_path, *options, "-o", out, "--restart"]
+    done, wall = run_child(words, budget)
+    for leftover in (out, out + ".json"):
+        if os.path.exists(leftover):
+            os.remove(leftover)
+    if done.returncode:
+        return [label, f"`{shown(words, folder)}`", failure(done), "", ""]
+    found = SCORED.search(done.stderr)
+    logged = f"{float(found[3]):,.0f}" if found else "not logged"
+    return [label, f"`{shown(words, folder)}`", logged, f"{wall:.1f}", f"{lines / wall:,.0f}"]
+
+
+def score_section(report: Report, budget: Budget, device: str, table: str, paper, sizes: Sizes) -> None:
+    """`mosesrnn score` in a child process, lines/s as it logs them and by the wall clock (start-up included)."""
+    report.section("End to end: mosesrnn score")
+    workers = knows_workers()
+    with tempfile.TemporaryDirectory(prefix="gpu-check-") as folder:
+        slice_path = os.path.join(folder, "slice.gz")
+        lines = write_head(table, slice_path, sizes.score_lines)
+        paper_path = None
+        if paper is not None:
+            paper_path = os.path.join(folder, "paper-random.pt")
+            save_trained_model(paper_path, paper.model.to("cpu"), paper.text)
+        report.line(f"slice.gz: the first {lines:,} lines of {table}; paper-random.pt: the "
+                    f"paper-preset model of the model-only rows (random weights); rows without --workers run "
+                    f"the scorer's default{' (--workers auto)' if workers else ''}\n")
+        rows, need = [], 10.0
+        for label, options in score_runs(device, paper_path, workers):
+            if not budget.allows(need, f"{label} and after"):
+                break
+            started = time.monotonic()
+            rows.append(score_row(label, options, folder, slice_path, budget, lines))
+            need = max(need, time.monotonic() - started)
+    report.table(["run", "command", "lines/s (its log)", "wall s (start-up included)", "lines/s (wall)"], rows)
+    if not workers:
+        report.line("\n--workers rows skipped: the installed `mosesrnn score --help` has no --workers option yet")
+
+
+# -- 6. training -----------------------------------------------------------------------------------------------
+
+def training_runs(train_table: str, device: str, sizes: Sizes) -> list[tuple[str, list]]:
+    """(label, command words) of the three trainers: ``train`` on ``train_table``, the others on Tatoeba's
+    sentences (tests/data's 2,000 with --quick or without ../shared)."""
+    data = TESTS if sizes.small_data or not SHARED.exists() else SHARED
+    en, fr, align = ((data / "tatoeba.train2k.tok.en", data / "tatoeba.train2k.tok.fr", data / "tatoeba.train2k.align")
+                     if data == TESTS else
+                     (data / "train.tok.en.gz", data / "train.tok.fr.gz", data / "train.align.gdfa.gz"))
+    small = device == "cpu"  # the CPU trains the small presets; a GPU the shipped recipe and Moses' presets
+    common = ["--max-time", f"{sizes.train_seconds}s", "--device", device, "--valid-every", 10 ** 9, "--restart"]
+    return [("train (RNN Encoder-Decoder, small)", ["train", train_table, "--preset", "small", *common]),
+            (f"lm train (CSLM, {'small' if small else 'moses'})",
+             ["lm", "train", fr, "--preset", "small" if small else "moses", *common]),
+            (f"bilm train (joint, {'small' if small else 'moses'})",
+             ["bilm", "train", en, fr, align, "--preset", "small" if small else "moses", *common])]
+
+
+def run_log(output: str) -> dict:
+    """updates, examples/s and the last validation perplexity of a finished run, from its train.jsonl."""
+    try:
+        records = [json.loads(line) for line in Path(output, "train.jsonl").read_text().splitlines() if line]
+    except (OSError, ValueError):
+        return {}
+    found = {}
+    for record in records:
+        if record.get("event") == "end":
+            found.update(updates=str(record.get("update", "")), speed=f"{record.get('pairs_per_second', 0):,.0f}/s",
+                         stop=record.get("reason", ""))
+        if record.get("event") == "valid" and "valid_ppl" in record:
+            found["perplexity"] = f"{record['valid_ppl']:.2f}"
+    return found
+
+
+def training_row(label: str, words: list, folder: str, budget: Budget) -> list[str]:
+    """Run one trainer; its updates, speed, final validation perplexity (summary line, else train.jsonl)."""
+    output = os.path.join(folder, label.split()[0] + "-model")
+    words = [*words, "-o", output]
+    done, wall = run_child(words, budget)
+    if done.returncode:
+        return [label, f"`{shown(words, folder)}`", failure(done), "", "", "", ""]
+    found = run_log(output)
+    if stopped := STOPPED.search(done.stderr):
+        found.update(updates=stopped[2], speed=f"{int(stopped[3]):,} {stopped[4]}/s", stop=stopped[1])
+    if perplexity := PERPLEXITY.search(done.stdout):
+        found["perplexity"] = perplexity[1]
+    return [label, f"`{shown(words, folder)}`", found.get("updates", "?"), found.get("speed", "?"),
+            found.get("perplexity", "not validated"), found.get("stop", "?"), f"{wall:.0f}"]
+
+
+def training_section(report: Report, budget: Budget, device: str, table: str, sizes: Sizes) -> None:
+    report.section("Training runs")
+    rows, need = [], sizes.train_seconds + 20.0
+    with tempfile.TemporaryDirectory(prefix="gpu-check-train-") as folder:
+        train_table = os.path.join(folder, "train-slice.gz")
+        lines = write_head(table, train_table, sizes.train_lines)
+        report.line(f"Each trainer for {sizes.train_seconds} s of training (reading the data and the one validation "
+                    f"at the end excluded); train-slice.gz: the first {lines:,} lines of {table}\n")
+        for label, words in training_runs(train_table, device, sizes):
+            if not budget.allows(need, f"{label} and after"):
+                break
+            started = time.monotonic()
+            rows.append(training_row(label, words, folder, budget))
+            need = max(need, time.monotonic() - started)
+    report.table(["trainer", "command", "updates", "speed", "validation perplexity", "stop", "wall s"], rows)
+
+
+# -- the run ---------------------------------------------------------------------------------------------------
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    parser.add_argument("--quick", action="store_true", help="CI-sized: everything small, about a minute on a CPU")
+    parser.add_argument("--out", help="also write the report (markdown) to this file")
+    parser.add_argument("--budget", type=float, default=480, help="seconds the whole run may take [480]")
+    parser.add_argument("--commit", help="the commit to report where the checkout is a copy without git")
+    parser.add_argument("--table", help="the phrase table [../shared's Tatoeba table, else examples/phrase-table.gz]")
+    args = parser.parse_args()
+    try:
+        device = resolve_device(args.device)
+    except ValueError as error:
+        parser.error(str(error))
+    sizes = sizes_for(device, args.quick)
+    table = args.table or str(SHARED / "phrase-table.gz" if SHARED.exists() else ROOT / "examples/phrase-table.gz")
+    report = Report(args.out)
+    budget = Budget(args.budget, report)
+    device_section(report, device, args, sizes, table)
+    peaks = matmul_section(report, device, sizes)
+    with read_entries(table) as stream:
+        entries = list(itertools.islice(stream, sizes.pairs))
+    budget.until(0.40)  # the deadlines: a GPU needs about 0.1, 0.12, 0.35 and 0.75 of the 480 s
+    paper = model_section(report, budget, device, entries, peaks, sizes)
+    budget.until(0.45)
+    agreement_section(report, budget, device, table, sizes)
+    budget.until(0.70)
+    score_section(report, budget, device, table, paper, sizes)
+    budget.until(1.0)
+    training_section(report, budget, device, table, sizes)
+    report.flush_notes()
+    report.line(f"\ntotal {budget.elapsed():.0f} s of the {args.budget:.0f}-s budget")
+    report.save()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""Scoring with worker processes (`score --workers N`): the same bytes as one process, the same care."""
+import gzip
+import os
+import signal
+
+import numpy as np
+import pytest
+import torch
+from scoring_helpers import TABLE, save_tiny_model
+
+from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.pair_ids import PairEncoder
+from mosesrnn.features.rnn import RNNFeature
+from mosesrnn.features.unk import UnknownWordFeature
+from mosesrnn.formats.phrase_table import PhraseTableError, read_entries
+from mosesrnn.pipeline.score import score_table
+from mosesrnn.pipeline.shards import ShardSpec
+from mosesrnn.pipeline.table_chunks import RawChunk, TableChunks, parse_chunk
+from mosesrnn.pipeline.workers import ChunkText, WorkerError, WorkerPool, default_workers
+from mosesrnn.text.id_arrays import id_arrays
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def features(tmp_path_factory):
+    trained = load_trained_model(save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt")))
+    return [RNNFeature(trained), UnknownWordFeature(trained.vocabularies)]
+
+
+def text(path):
+    return gzip.decompress(open(path, "rb").read())
+
+
+@pytest.mark.parametrize("shard", [ShardSpec(), ShardSpec(2, 3)])
+def test_workers_write_the_bytes_one_process_writes(features, tmp_path, shard):
+    outputs = {}
+    for workers in (0, 2):
+        outputs[workers] = str(tmp_path / f"w{workers}.gz")
+        summary = score_table(TABLE, outputs[workers], features, chunk_lines=300, shard=shard, workers=workers)
+    assert text(outputs[2]) == text(outputs[0])
+    assert summary.lines == len(text(outputs[0]).splitlines()) > 0
+
+
+def test_the_first_bad_line_of_the_table_is_reported_and_nothing_is_left(features, tmp_path):
+    lines = gzip.open(TABLE, "rt", encoding="utf-8").readlines()
+    lines[2500] = "no separators here\n"  # in a chunk a worker may finish first
+    lines[700] = "la maison ||| the house ||| 0.5 x\n"
+    table = tmp_path / "bad.gz"
+    table.write_bytes(gzip.compress("".join(lines).encode("utf-8")))
+    with pytest.raises(PhraseTableError, match=r"bad\.gz:701: score 'x' is not a number"):
+        score_table(str(table), str(tmp_path / "out.gz"), features, chunk_lines=200, checkpoint_every=1, workers=2)
+    assert list(tmp_path.iterdir()) == [table]
+
+
+def test_chunks_parse_to_the_entries_of_the_reader():
+    with TableChunks(TABLE, "utf-8", 700) as chunks:
+        parsed = [entry for chunk in chunks for entry in parse_chunk(chunk, TABLE, "utf-8", chunks.expected_scores)]
+    with read_entries(TABLE) as entries:
+        assert parsed == list(entries)
+
+
+@pytest.mark.parametrize("count", [2, 3, 5])
+def test_chunks_of_each_shard_are_the_lines_of_table_slice(count):
+    from mosesrnn.pipeline.shards import TableSlice
+    total = sum(1 for _ in gzip.open(TABLE))
+    for index in range(1, count + 1):
+        start, stop = ShardSpec(index, count).nominal_range(total)
+        with TableSlice(TABLE, "utf-8", start, stop) as entries:
+            expected = [entry.line_no for entry in entries]
+        with TableChunks(TABLE, "utf-8", 450, start, stop) as chunks:
+            got = [line for chunk in chunks for line in range(chunk.first_line, chunk.last_line + 1)]
+        assert got == expected and (chunks.first_line, chunks.end_line) == (entries.first_line, entries.end_line)
+
+
+def test_a_last_line_without_newline_and_crlf_endings_survive_a_chunk():
+    data = b"a ||| b ||| 1 2\r\nc d ||| e ||| 3 4\r\nf ||| g ||| 5 6"
+    entries = parse_chunk(RawChunk(7, 3, data), "t", "utf-8", 2)
+    assert [entry.line_no for entry in entries] == [7, 8, 9]
+    assert [entry.ending for entry in entries] == ["\r\n", "\r\n", ""]
+    with pytest.raises(PhraseTableError, match=r"^t:8: not valid utf-8"):
+        parse_chunk(RawChunk(7, 2, b"a ||| b ||| 1\nc \xff ||| d ||| 2\n"), "t", "utf-8", 1)
+
+
+def test_ids_in_bulk_equal_the_codec_phrase_by_phrase(features):
+    trained = features[0].trained
+    with read_entries(TABLE) as entries:
+        pairs = [entry for _, entry in zip(range(500), entries)]
+    codec = trained.text.target
+    arrays = id_arrays(codec, [pair.target for pair in pairs])
+    padded, lengths = arrays.padded(np.arange(len(pairs)), append_eos=True)
+    for row, pair in zip(padded.tolist(), pairs):
+        ids = codec.ids(pair.target) + [2]
+        assert row[:len(ids)] == ids and set(row[len(ids):]) <= {0}
+    assert lengths.tolist() == [len(codec.ids(pair.target)) + 1 for pair in pairs]
+    encoded = PairEncoder(trained.input_codec, trained.output_codec, trained.direction)(pairs)
+    assert len(encoded.inputs) == len({pair.source for pair in pairs})
+    assert features[0].compute(encoded) == features[0].values(pairs)
+
+
+def test_a_dead_worker_is_an_error_not_a_wait(features):
+    text_work = ChunkText(TABLE, "utf-8", 5, tuple(feature.encoder for feature in features), (9, None))
+    with pytest.raises(WorkerError, match="died"):
+        with WorkerPool(1, text_work) as pool:
+            os.kill(pool._processes[0].pid, signal.SIGKILL)
+            pool.encode(0, RawChunk(1, 1, b"a ||| b ||| 1 2 3 4 5\n"))
+            pool.encoded(0)
+
+
+def test_workers_by_default_one_a_core_but_one_and_none_for_a_small_table():
+    assert default_workers(1 << 20, cores=16) == 0
+    assert default_workers(1 << 30, cores=16) == 8
+    assert default_workers(1 << 30, cores=2) == 1
+    assert default_workers(None, cores=1) == 0
+
+
+@pytest.mark.parametrize("texts", [
+    ["la maison", "the house", "a"],
+    ["das|ART Haus|NN", "b"],  # factors: factor 0 of each word
+    ["a\tb", "c"],  # tabs split words too
+    ["a  b", "c"],  # a run of spaces is one separator
+    ["é ü", "x"],
+    [],
+])
+def test_tokens_of_many_are_the_words_of_each_text(texts):
+    from mosesrnn.text.tokenizers import MosesWords, words
+    tokens, lengths = MosesWords().tokens_of_many(texts)
+    assert tokens == [word for text in texts for word in words(text)]
+    assert lengths == [len(words(text)) for text in texts]
