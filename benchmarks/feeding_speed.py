@@ -17,6 +17,7 @@ Run it against two checkouts side by side (the same script, the code from PYTHON
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import itertools
 import os
@@ -34,7 +35,7 @@ from mosesrnn.encdec.config import model_config
 from mosesrnn.encdec.model import build_model
 from mosesrnn.encdec.model_file import TrainedModel, save_trained_model
 from mosesrnn.features.rnn import RNNFeature
-from mosesrnn.formats.phrase_table import first_entries
+from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.runtime.cpu import cpu_flags
 from mosesrnn.text.codec import Codec, CodecPair
 from mosesrnn.text.tokenizers import MosesWords
@@ -126,7 +127,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads of the model-only rows")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    entries = first_entries(args.table, args.pairs)
+    with contextlib.closing(read_entries(args.table)) as table:  # closing(): older checkouts' readers too
+        entries = list(itertools.islice(table, args.pairs))
     flags = sorted(cpu_flags() & {"avx2", "avx512f", "avx512_bf16", "amx_bf16"})
     print(f"mosesrnn {mosesrnn.__version__} from {Path(mosesrnn.__file__).parent}; torch {torch.__version__}; "
           f"{os.cpu_count()} CPUs ({' '.join(flags)}); {args.threads} torch thread(s)")

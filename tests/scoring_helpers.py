@@ -56,21 +56,25 @@ def assert_equal_up_to_rnn_rounding(scored: str, reference: str, rnn_column: int
 
 
 def save_tiny_joint_model(path: str, seed: int = 0, order: int = 3, source_window: int = 1, words: int = 40,
-                          std: float | None = None) -> str:
+                          std: float | None = None, feature: str = "bilm", vocabulary=None) -> str:
     """A joint model with random weights (torch's initialisation, or normal with ``std``, so that every input
-    moves the scores) over the ``words`` most frequent words a side of the Tatoeba training slice, recorded as
-    self-normalised (for the commands that check it); returns ``path``."""
+    moves the scores) over the ``words`` most frequent words a side of the Tatoeba training slice (or over
+    ``vocabulary``, a :class:`~mosesrnn.bilm.data.JointVocabulary`), recorded as
+    self-normalised (for the commands that check it) and of the orientation of ``feature`` (``bilm``,
+    ``bilm-t2s``...); returns ``path``."""
     import collections
 
     from mosesrnn.bilm.config import joint_network_config
     from mosesrnn.bilm.data import joint_vocabulary
     from mosesrnn.bilm.model_file import JointModel, save_joint_model
+    from mosesrnn.bilm.orientation import JOINT_FEATURES
     from mosesrnn.cslm.model import CSLM
 
-    folder = os.path.join(os.path.dirname(__file__), "data")
-    counts = [collections.Counter(open(os.path.join(folder, f"tatoeba.train2k.tok.{side}"), encoding="utf-8").read()
-                                  .split()) for side in ("fr", "en")]
-    vocabulary = joint_vocabulary(*counts, words, words)
+    if vocabulary is None:
+        folder = os.path.join(os.path.dirname(__file__), "data")
+        counts = [collections.Counter(open(os.path.join(folder, f"tatoeba.train2k.tok.{side}"), encoding="utf-8")
+                                      .read().split()) for side in ("fr", "en")]
+        vocabulary = joint_vocabulary(*counts, words, words)
     torch.manual_seed(seed)
     network = CSLM(joint_network_config(order, source_window, len(vocabulary.target), vocabulary.input_size, 6, (12,),
                                         0.1)).eval()
@@ -78,5 +82,6 @@ def save_tiny_joint_model(path: str, seed: int = 0, order: int = 3, source_windo
         with torch.no_grad():
             for parameter in network.parameters():
                 parameter.normal_(0.0, std)
-    save_joint_model(path, JointModel(network, order, source_window, vocabulary, {"log_z_mean": 0.0}))
+    save_joint_model(path, JointModel(network, order, source_window, vocabulary, {"log_z_mean": 0.0},
+                                      orientation=JOINT_FEATURES[feature]))
     return path

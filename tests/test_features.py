@@ -77,6 +77,7 @@ def test_every_feature_reports_exactly_the_settings_its_registry_entry_lists(tmp
     from scoring_helpers import save_tiny_joint_model, save_tiny_model
     from test_cslm import tiny_lm
 
+    from mosesrnn.bilm.orientation import JOINT_FEATURES
     from mosesrnn.cslm.model_file import save_language_model
     from mosesrnn.features.options import FeatureOptions
     from mosesrnn.features.registry import FEATURES, describe
@@ -85,7 +86,9 @@ def test_every_feature_reports_exactly_the_settings_its_registry_entry_lists(tmp
     save_language_model(str(tmp_path / "lm.pt"), lm.model, lm.codec)
     options = FeatureOptions(features=tuple(FEATURES), model=save_tiny_model(str(tmp_path / "m.pt")),
                              reverse_model=save_tiny_model(str(tmp_path / "r.pt"), "target-to-source"),
-                             lm=str(tmp_path / "lm.pt"), bilm=save_tiny_joint_model(str(tmp_path / "bilm.pt")))
+                             lm=str(tmp_path / "lm.pt"),
+                             **{o.option: save_tiny_joint_model(str(tmp_path / f"{name}.pt"), feature=name)
+                                for name, o in JOINT_FEATURES.items()})
     features = select_features(options)
     for feature in features:
         text = describe(feature)

@@ -508,6 +508,28 @@ def test_the_joint_model_needs_a_table_with_word_alignments(tmp_path, fake_moses
     assert "-include-segmentation-in-n-best -print-alignment-info-in-n-best" in dry.stdout
 
 
+def test_the_joint_models_of_the_other_directions_rescore_as_their_own_features(tmp_path, fake_moses, model):
+    """--bilm-t2s (and -r2l, -t2s-r2l) name features of their own: the lists are decoded with word alignments, and
+    a model file of another direction is refused before any stage."""
+    from scoring_helpers import save_tiny_joint_model
+    args = tune_args(tmp_path, fake_moses, model)
+    at = args.index("--rescore")
+    t2s = save_tiny_joint_model(str(tmp_path / "t2s.pt"), feature="bilm-t2s")
+    args[at:at + 4] = ["--rescore", "bilm,bilm-t2s", "--bilm", save_tiny_joint_model(str(tmp_path / "bilm.pt")),
+                       "--bilm-t2s", t2s]
+    dry = CliRunner().invoke(main, args + ["--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "-include-segmentation-in-n-best -print-alignment-info-in-n-best" in dry.stdout
+    assert "bilm,bilm-t2s" in dry.stdout
+    wrong = args[:at + 4] + ["--bilm-r2l", t2s] + args[at + 6:]
+    wrong[at + 1] = "bilm,bilm-r2l"
+    result = CliRunner().invoke(main, wrong)
+    assert result.exit_code == 1
+    assert (f"{t2s} is a target-to-source, left-to-right joint model, but the bilm-r2l feature (--bilm-r2l) takes a "
+            f"source-to-target, right-to-left one: give it as --bilm-t2s" in result.output), result.output
+    assert calls(tmp_path) == [] and not (tmp_path / "work" / "plan.json").exists()
+
+
 def test_a_report_travels_with_its_folder(tmp_path, fake_moses, model, monkeypatch):
     """report.json names its translations relative to its own folder: a copied folder reads back from anywhere."""
     monkeypatch.chdir(tmp_path)

@@ -11,6 +11,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field, fields
 
+from mosesrnn.bilm.orientation import JOINT_FEATURES
 from mosesrnn.features.options import FeatureOptions
 from mosesrnn.features.registry import FEATURES
 from mosesrnn.formats.text_file import read_lines
@@ -31,13 +32,16 @@ RESCORED_STAGES = {RESCORED: SYSTEM, BASELINE_RESCORED: BASELINE}  # a rescored 
 RETUNED, BASELINE_RETUNED = "retuned", "baseline-retuned"
 CONTROLS = {RESCORED: RETUNED, BASELINE_RESCORED: BASELINE_RETUNED}  # a rescored stage -> its control
 CONTROL_STAGES = {RETUNED: SYSTEM, BASELINE_RETUNED: BASELINE}  # a control -> the system whose lists it re-tunes
-#: The feature that reads each hypothesis' word alignment (the lists are decoded with it).
-_READS_ALIGNMENTS = "bilm"
+#: The features that read each hypothesis' word alignment (the lists are decoded with it): the joint models'.
+_READS_ALIGNMENTS = frozenset(JOINT_FEATURES)
+#: The FeatureOptions fields of the joint model files, each of one orientation (bilm, bilm_t2s...).
+_JOINT_OPTIONS = {o.option: o for o in JOINT_FEATURES.values()}
 #: The model-file kind each feature option names (mosesrnn.io.roles.MODEL_KINDS), checked before any work.
-_OPTION_KINDS = {"model": "encoder-decoder", "reverse_model": "encoder-decoder", "lm": "cslm", "bilm": "bilm"}
+_OPTION_KINDS = {"model": "encoder-decoder", "reverse_model": "encoder-decoder", "lm": "cslm",
+                 **dict.fromkeys(_JOINT_OPTIONS, "bilm")}
 #: FeatureOptions fields added after plan.json's first version: recorded only when set, so that a tuning started
 #: before them continues.
-_ADDED_LATER = ("bilm", "normalizer")
+_ADDED_LATER = ("normalizer", *_JOINT_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ class RoutePlan:
     def word_alignments(self, system: str) -> bool:
         """Whether ``system``'s n-best lists must hold each hypothesis' word alignment (a feature reads it)."""
         rescoring = self.rescoring_of(system)
-        return rescoring is not None and _READS_ALIGNMENTS in rescoring.names()
+        return rescoring is not None and not _READS_ALIGNMENTS.isdisjoint(rescoring.names())
 
     def record(self) -> dict:
         """What a continued tuning must share with the one it continues: the inputs (absolute, with their sizes)
@@ -157,7 +161,7 @@ def _rescoring_record(options: FeatureOptions | None) -> dict | None:
     defaults = FeatureOptions()
     record = {key: value for key, value in asdict(options).items() if key not in ("device", "threads")
               and not (key in _ADDED_LATER and value == getattr(defaults, key))}
-    for key in ("model", "reverse_model", "lm", "vocab", "bilm"):
+    for key in ("model", "reverse_model", "lm", "vocab", *_JOINT_OPTIONS):
         if key in record:
             record[key] = _file_record(record[key])
     return record
@@ -259,7 +263,8 @@ def plan_problems(plan: RoutePlan, tools_missing: list[str]) -> list[str]:
 
 def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
     """What stops the rescoring stages, found before the first stage: a feature without its model file, a model
-    file of another kind, one that is not a model file."""
+    file of another kind, one that is not a model file, a joint model of another orientation than its option's."""
+    from mosesrnn.bilm.model_file import load_joint_model
     from mosesrnn.io.model_store import ModelFileError, model_kind
     from mosesrnn.io.roles import MODEL_KINDS
 
@@ -282,6 +287,9 @@ def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
             continue
         if found != kind:
             problems.append(f"{path} is {MODEL_KINDS[found]}, but {flag(option)} takes {MODEL_KINDS[kind]}")
+        elif option in _JOINT_OPTIONS:
+            refusal = _JOINT_OPTIONS[option].refusal(load_joint_model(path).orientation, path)
+            problems += [refusal] if refusal else []
     return problems
 
 
@@ -300,7 +308,7 @@ def _alignment_problems(ini: str) -> list[str]:
             first = stream.readline().decode("utf-8", errors="replace")
         fields = first.split(" ||| ")
         if len(fields) < 4 or not re.fullmatch(r"(\d+-\d+ ?)+", fields[3].strip()):
-            problems.append(f"{path}:1: no word alignment (the fourth field): the bilm feature reads each "
+            problems.append(f"{path}:1: no word alignment (the fourth field): the bilm features read each "
                             f"hypothesis' word alignment, which Moses writes only from a table that holds them "
                             f"(train-model.perl keeps them by default)")
     return problems

@@ -8,6 +8,10 @@ neighbour, right first (``i + 1``, ``i - 1``, ``i + 2``...). Positions before th
 after it ``</s>``; the target history is padded with ``<s>``. In training, ``</s>`` closes each
 target sentence and is affiliated with the source's end (as Moses' ``extract.py``).
 
+The other directions of Devlin et al. (target-to-source, right-to-left) are this path on a reoriented
+pair (:class:`~mosesrnn.bilm.orientation.Orientation`): :func:`aligned_sentences` reorients each pair as
+it reads it, so "source" and "target" below are the window side and the predicted side.
+
 One NPLM n-gram is ``[2m + 1 source ids, order - 1 history ids, the target id]``; the ids are those
 of :class:`JointVocabulary` — the target words first, then the source words, each list starting
 with ``<unk>`` — which is the layout ``BilingualNPLM`` builds from its two vocabulary files
@@ -27,6 +31,7 @@ from ..formats.errors import FileLineError
 from ..formats.text_file import parallel_lines
 from ..io.readers import reader
 from ..text.tokenizers import words
+from .orientation import FORWARD, Orientation
 
 __all__ = ["BOS", "EOS", "UNK", "NULL", "JointVocabulary", "ExampleSet", "JointData", "affiliations",
            "read_alignment", "window_examples", "aligned_sentences", "examples", "load_joint_data",
@@ -198,10 +203,13 @@ def _held_out(source: str, target: str, share: float) -> bool:
 
 
 @reader
-def aligned_sentences(source: str, target: str, alignment: str, encoding: str = "utf-8", limit: int | None = None):
+def aligned_sentences(source: str, target: str, alignment: str, encoding: str = "utf-8", limit: int | None = None,
+                      orientation: Orientation = FORWARD):
     """``(source words, target words, links per target word)`` of each sentence pair of the aligned corpus that
     has an alignment link, line by line (the first ``limit`` lines only, when given), as a
-    :class:`~mosesrnn.io.readers.Reader`: ``with aligned_sentences(...) as pairs:``.
+    :class:`~mosesrnn.io.readers.Reader`: ``with aligned_sentences(...) as pairs:``. Each pair is reoriented for
+    a model of ``orientation`` (:meth:`~mosesrnn.bilm.orientation.Orientation.apply`): its window side, its
+    predicted side and the window positions linked to each predicted word.
 
     A pair without a link is skipped (it has no affiliation to learn from); raises FileLineError where the three
     files disagree, and ValueError naming the alignment when fewer than half of the pairs have a link (an
@@ -216,7 +224,7 @@ def aligned_sentences(source: str, target: str, alignment: str, encoding: str = 
             pairs += 1
             if any(links):
                 linked += 1
-                yield src_words, trg_words, links
+                yield orientation.apply(src_words, trg_words, links)
     if not pairs:
         raise ValueError(f"{target}: no sentences (the file is empty, or holds blank lines only)")
     if linked < MIN_LINKED_SHARE * pairs:
@@ -245,13 +253,14 @@ def examples(pairs: Iterable[tuple[list[str], list[str], list[list[int]]]], voca
 
 def load_joint_data(source: str, target: str, alignment: str, *, window: int, order: int, target_size: int,
                     source_size: int, valid_share: float = 0.01, batch_size: int = 1, encoding: str = "utf-8",
-                    vocabulary: JointVocabulary | None = None) -> JointData:
-    """Read the word-aligned corpus, build the word lists (or take ``vocabulary``) and cut the examples.
+                    vocabulary: JointVocabulary | None = None, orientation: Orientation = FORWARD) -> JointData:
+    """Read the word-aligned corpus, reoriented for a model of ``orientation``, build the word lists (or take
+    ``vocabulary``: its ``target`` list is the predicted side's) and cut the examples.
 
     Validation: the sentence pairs whose hash falls in the first ``valid_share`` of the hash range.
     Raises FileLineError where the files disagree, ValueError for a corpus too small to train on."""
     train_pairs, valid_pairs = [], []
-    with aligned_sentences(source, target, alignment, encoding) as pairs:
+    with aligned_sentences(source, target, alignment, encoding, orientation=orientation) as pairs:
         for pair in pairs:
             held_out = _held_out(" ".join(pair[0]), " ".join(pair[1]), valid_share)
             (valid_pairs if held_out else train_pairs).append(pair)
@@ -268,5 +277,6 @@ def load_joint_data(source: str, target: str, alignment: str, *, window: int, or
         raise ValueError(f"{target}: {len(train)} training n-grams, fewer than one batch of {batch_size}")
     known = set(vocabulary.target)
     coverage = sum(c for w, c in target_counts.items() if w in known) / max(sum(target_counts.values()), 1)
-    description = f"corpus {source} / {target}, alignment {alignment} ({valid_share:.1%} held out by hash)"
+    description = (f"corpus {source} / {target}, alignment {alignment}, {orientation.describe()} "
+                   f"({valid_share:.1%} held out by hash)")
     return JointData(train, examples(valid_pairs, vocabulary, window, order), vocabulary, description, coverage)

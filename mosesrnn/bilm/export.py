@@ -6,7 +6,8 @@ input vocabulary of the target then the source words, the target words as output
 ``bilm.nplm.target`` and ``bilm.nplm.source`` (one word a line, ``<unk>`` first: the files
 ``target_vocab=`` and ``source_vocab=`` name), and ``bilm.nplm.json``, which records the windows
 ``moses-ini --bilm`` writes into the feature line. Refused: a model that is not self-normalised
-(Moses reads its raw scores) and one with two hidden layers (NPLM in Moses misevaluates them).
+(Moses reads its raw scores), one with two hidden layers (NPLM in Moses misevaluates them), and one
+of another direction or reading order (BilingualNPLM runs only the forward model).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ..formats.nplm import NPLMNetwork, write_nplm_file
 from ..io.compressed import atomic_text_output
 from .config import EXPORT_FILES
 from .model_file import JointModel, load_joint_model
+from .orientation import FORWARD
 
 __all__ = ["JointExport", "joint_network", "export_joint"]
 
@@ -48,9 +50,13 @@ def joint_network(model: JointModel) -> NPLMNetwork:
 
 def export_joint(model_path: str, output: str) -> JointExport:
     """Write the joint model file ``model_path`` for Moses: ``output`` (NPLM) and its companions
-    (:data:`EXPORT_FILES`). Raises ValueError for a ``.gz`` name, a model that is not self-normalised, or one
-    with two hidden layers."""
+    (:data:`EXPORT_FILES`). Raises ValueError for a ``.gz`` name, a model that is not self-normalised, one
+    with two hidden layers, or one that is not source-to-target, left-to-right."""
     model = load_joint_model(model_path)
+    if model.orientation != FORWARD:
+        raise ValueError(f"{model_path} is a {model.orientation.describe()} joint model: Moses' BilingualNPLM runs "
+                         f"only the source-to-target, left-to-right one in the decoder; use this one as an n-best "
+                         f"feature (mosesrnn nbest --{model.orientation.feature} {model_path})")
     check_self_normalised(model.info, model_path)
     write_nplm_file(output, joint_network(model))
     target_suffix, source_suffix, _ = EXPORT_FILES

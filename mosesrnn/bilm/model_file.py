@@ -5,7 +5,10 @@ Read and written through the one model-file floor (:mod:`mosesrnn.io.model_store
 
     {"format_version": 1, "kind": "bilm", "mosesrnn_version": str, "config": CSLMConfig.to_dict(),
      "windows": {"order": n, "source_window": m}, "state_dict": {name: tensor},
-     "vocabulary": JointVocabulary.to_dict(), "info": {training facts}}
+     "vocabulary": JointVocabulary.to_dict(), "info": {training facts},
+     "orientation": {"direction": str, "right_to_left": bool}}
+
+A file without ``orientation`` (written before the other directions) holds the forward model.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from ..io.model_store import file_digest, load_weights, read_model_file, save_fi
 from ..io.roles import JOINT
 from ..version import __version__
 from .data import JointVocabulary
+from .orientation import FORWARD, Orientation
 
 __all__ = ["FORMAT_VERSION", "JointModel", "save_joint_model", "load_joint_model"]
 
@@ -34,6 +38,7 @@ class JointModel:
     vocabulary: JointVocabulary
     info: dict
     digest: str = ""
+    orientation: Orientation = FORWARD  # which side it predicts, in which order
 
 
 def save_joint_model(path: str, model: JointModel) -> None:
@@ -42,7 +47,7 @@ def save_joint_model(path: str, model: JointModel) -> None:
                      "config": model.network.config.to_dict(),
                      "windows": {"order": model.order, "source_window": model.source_window},
                      "state_dict": model.network.state_dict(), "vocabulary": model.vocabulary.to_dict(),
-                     "info": dict(model.info)})
+                     "info": dict(model.info), "orientation": model.orientation.to_dict()})
 
 
 def load_joint_model(path: str, map_location="cpu") -> JointModel:
@@ -52,4 +57,4 @@ def load_joint_model(path: str, map_location="cpu") -> JointModel:
     windows = checkpoint["windows"]
     return JointModel(network, windows["order"], windows["source_window"],
                       JointVocabulary.from_dict(checkpoint["vocabulary"]), checkpoint.get("info", {}),
-                      file_digest(path))
+                      file_digest(path), Orientation.from_dict(checkpoint.get("orientation")))

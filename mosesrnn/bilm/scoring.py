@@ -11,6 +11,11 @@ with ``normalized=False``. ``normalized=True`` gives exact log-probabilities, fo
 A hypothesis of an n-best list carries what this needs when Moses writes it with
 ``-include-segmentation-in-n-best`` (``0-1=0-2 2=3``: each phrase's source and target spans) and
 ``-print-alignment-info-in-n-best`` (``0-0 1-2``: the word links, absolute positions).
+
+The other directions (target-to-source, right-to-left: :mod:`mosesrnn.bilm.orientation`) never run in
+the decoder, so there is no decoder to follow: :func:`reoriented_scores` sums the model over exactly
+the n-grams training cuts from the pair reoriented (the affiliation searched over the sentence, and
+the predicted side's ``</s>`` included), from the hypothesis' word alignment.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ from .data import BOS, EOS, ExampleSet, affiliations, aligned_sentences, example
 from .model_file import JointModel
 
 __all__ = ["AlignedTranslation", "parse_segmentation", "translation_affiliations", "sentence_scores", "aligned",
-           "corpus_stats"]
+           "linked", "reoriented_scores", "corpus_stats"]
 
 
 @dataclass(frozen=True)
@@ -88,14 +93,32 @@ def sentence_scores(model: JointModel, translations: Sequence[AlignedTranslation
 
     ``normalized``: log p(word | source window, history); else the raw score floored at -100 per word, the
     value of Moses' BilingualNPLM feature for a self-normalised model."""
-    data = translation_examples(model, translations)
+    return _sums(model, translation_examples(model, translations), [len(t.target) for t in translations],
+                 normalized, batch_size)
+
+
+def reoriented_scores(model: JointModel, pairs: Sequence[tuple[Sequence[str], Sequence[str], Sequence[Sequence[int]]]],
+                      batch_size: int = 1024) -> list[float]:
+    """log p of the side a model predicts, for each ``(source words, target words, source positions linked to
+    each target word)``: the sum over the n-grams of the pair reoriented for the model (its
+    :class:`~mosesrnn.bilm.orientation.Orientation`), as training cuts them (``</s>`` included); 0 for a
+    pair without a link (no n-gram)."""
+    oriented = [model.orientation.apply(*pair) for pair in pairs]
+    data = examples(oriented, model.vocabulary, model.source_window, model.order)
+    return _sums(model, data, [len(predicted) + 1 if any(links) else 0 for _, predicted, links in oriented], True,
+                 batch_size)
+
+
+def _sums(model: JointModel, data: ExampleSet, lengths: Sequence[int], normalized: bool, batch_size: int
+          ) -> list[float]:
+    """The sum of each consecutive run of ``lengths`` n-grams of ``data`` (0 for an empty one)."""
     if not len(data):
-        return [0.0] * len(translations)
+        return [0.0] * len(lengths)
     scores, log_z = position_scores(model.network, data, batch_size)
     per_word = scores - log_z if normalized else np.maximum(scores, MOSES_FLOOR)
-    ends = np.cumsum([len(t.target) for t in translations])
+    ends = np.cumsum(lengths)
     totals = np.add.reduceat(np.r_[per_word, 0.0], np.r_[0, ends[:-1]])
-    return [float(total) if len(t.target) else 0.0 for t, total in zip(translations, totals)]
+    return [float(total) if length else 0.0 for length, total in zip(lengths, totals)]
 
 
 def aligned(source: str, target: str, alignment: str, segmentation: str | None = None) -> AlignedTranslation:
@@ -106,13 +129,24 @@ def aligned(source: str, target: str, alignment: str, segmentation: str | None =
                               if target_words else [])
 
 
+def linked(source: str, target: str, alignment: str) -> tuple[list[str], list[str], list[list[int]]]:
+    """``(source words, target words, source positions linked to each target word)`` of a translation and Moses'
+    word alignment of it; raises ValueError for a link outside the pair, or words without any link."""
+    source_words, target_words = words(source.strip()), words(target.strip())
+    links = read_alignment(alignment, len(source_words), len(target_words))
+    if source_words and target_words and not any(links):
+        raise ValueError("the translation has no alignment link: the joint model needs a phrase table with word "
+                         "alignments")
+    return source_words, target_words, links
+
+
 def corpus_stats(model: JointModel, source: str, target: str, alignment: str, encoding: str = "utf-8",
                  limit: int | None = None) -> NgramStats:
     """What the joint model makes of a held-out word-aligned corpus (its first ``limit`` sentence pairs, when
-    given): NLL per token (words and ``</s>``, as in training), perplexity, ``<unk>`` share and log Z
-    (:class:`~mosesrnn.cslm.scoring.NgramStats`).
+    given), reoriented for the model: NLL per token (words and ``</s>``, as in training), perplexity, ``<unk>``
+    share and log Z (:class:`~mosesrnn.cslm.scoring.NgramStats`).
 
     Raises ValueError for a corpus whose pairs mostly have no alignment link (:func:`aligned_sentences`)."""
-    with aligned_sentences(source, target, alignment, encoding, limit) as pairs:
+    with aligned_sentences(source, target, alignment, encoding, limit, model.orientation) as pairs:
         data = examples(pairs, model.vocabulary, model.source_window, model.order)
     return ngram_stats(model.network, data, unknown=model.vocabulary.target_ids(["<unk>"])[0])

@@ -10,12 +10,14 @@ from ..cslm.config import MAX_ORDER
 from ..cslm.data import unigram_perplexity
 from ..cslm.model import CSLM
 from ..cslm.task import CSLMFamily, CSLMTask, LMTrainConfig, LMTrainResult, lm_result
+from ..encdec.direction import SOURCE_TO_TARGET
 from ..io.roles import JOINT
 from ..train.driver import drive
 from ..train.loop import LAST
 from .config import JOINT_PRESETS, JOINT_RECIPE, joint_network_config
 from .data import BOS, NULL, JointData, load_joint_data
 from .model_file import JointModel, load_joint_model, save_joint_model
+from .orientation import FORWARD, Orientation
 
 __all__ = ["JointTrainConfig", "JointTask", "JointFamily", "FAMILY", "train_joint"]
 
@@ -32,8 +34,11 @@ class JointTrainConfig(LMTrainConfig):
     preset: str = "moses"
     source_window: int | None = None  # default: the preset's
     source_vocab_size: int | None = None
+    direction: str = SOURCE_TO_TARGET  # target-to-source: the source side predicted from a window of the target
+    right_to_left: bool = False  # the predicted side read backwards
 
     def __post_init__(self):
+        Orientation(self.direction, self.right_to_left)  # raises ValueError for an unknown direction
         if self.preset not in JOINT_PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; choose one of: {', '.join(JOINT_PRESETS)}")
         if not self.source or not self.alignment:
@@ -44,6 +49,19 @@ class JointTrainConfig(LMTrainConfig):
                              f"words (2 x {window} + 1 source words and {order} target words), more than the "
                              f"{MAX_ORDER} Moses' n-gram features hold: lower --order or --source-window")
         super().__post_init__()
+
+    def to_dict(self) -> dict:
+        """The plain form, without the orientation when it is the forward model's: a run started before the other
+        directions continues (a changed orientation is refused as any changed option)."""
+        values = super().to_dict()
+        if self.orientation == FORWARD:
+            del values["direction"], values["right_to_left"]
+        return values
+
+    @property
+    def orientation(self) -> Orientation:
+        """The side the model predicts and the order it reads it in."""
+        return Orientation(self.direction, self.right_to_left)
 
     def setting(self, name: str):
         """A training option: the one given, else the joint models' recipe (:data:`JOINT_RECIPE`)."""
@@ -76,14 +94,14 @@ class JointTask(CSLMTask):
                                   never=vocabulary.target_ids([NULL, BOS]))
 
     def info(self) -> dict:
-        """The CSLM's facts and the windows."""
+        """The CSLM's facts, the windows and the orientation."""
         return {**super().info(), "order": self.config.shape("order"),
-                "source_window": self.config.shape("source_window")}
+                "source_window": self.config.shape("source_window"), **self.config.orientation.to_dict()}
 
     def save_model(self, path: str, info: dict) -> None:
         """A self-contained joint model file."""
         save_joint_model(path, JointModel(self.model, self.config.shape("order"), self.config.shape("source_window"),
-                                          self.data.vocabulary, info))
+                                          self.data.vocabulary, info, orientation=self.config.orientation))
 
 
 class JointFamily(CSLMFamily):
@@ -102,11 +120,14 @@ class JointFamily(CSLMFamily):
         if saved and (saved.order, saved.source_window) != (config.shape("order"), config.shape("source_window")):
             raise ValueError(f"{config.output_dir}: the saved run has order {saved.order} and source window "
                              f"{saved.source_window}: continue with those, or start over with --restart")
+        if saved and saved.orientation != config.orientation:  # the forward one is not in to_dict(): checked here
+            raise ValueError(f"{config.output_dir}: the saved run is {saved.orientation.describe()}: continue with "
+                             f"that, or start over with --restart")
         data = load_joint_data(config.source, config.corpus, config.alignment, window=config.shape("source_window"),
                                order=config.shape("order"), target_size=config.shape("target_shortlist"),
                                source_size=config.shape("source_shortlist"), valid_share=config.valid_share,
                                batch_size=config.setting("batch_size"), encoding=config.encoding,
-                               vocabulary=saved.vocabulary if saved else None)
+                               vocabulary=saved.vocabulary if saved else None, orientation=config.orientation)
         data.continued = saved.network if saved else None
         log.info("%s: %d training and %d validation n-grams; the %d-word target list covers %.1f%% of the words",
                  data.description, len(data.train), len(data.valid), len(data.vocabulary.target), 100 * data.coverage)
@@ -119,8 +140,9 @@ class JointFamily(CSLMFamily):
     def describe(self, config: JointTrainConfig, task: JointTask, data: JointData) -> str:
         """The model line of the log."""
         shape = task.model.config
-        return (f"joint model: {config.preset} preset, {config.shape('order') - 1} target words of history and "
-                f"{2 * config.shape('source_window') + 1} source words, {len(data.vocabulary.target)} target and "
+        return (f"joint model ({config.orientation.describe()}): {config.preset} preset, "
+                f"{config.shape('order') - 1} words of history and {2 * config.shape('source_window') + 1} words "
+                f"of the other side, {len(data.vocabulary.target)} target and "
                 f"{len(data.vocabulary.source)} source words, {shape.embed_dim}-dim embeddings, hidden "
                 f"{'+'.join(map(str, shape.hidden_dims))}, {task.model.num_parameters()} parameters, device "
                 f"{task.device}; " + ", ".join(f"{k} {v}" for k, v in self.recipe(config).items())

@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from ..bilm.config import EXPORT_FILES, JOINT_PRESETS
+from ..encdec.direction import DIRECTIONS, SOURCE_TO_TARGET
 from .common import (
     CLIP_NORM,
     LR_DECAY,
@@ -30,7 +31,9 @@ def bilm() -> None:
     """The neural network joint model of Devlin et al. (2014): a neural language model of the target
     that also reads 2m+1 source words around the word each target word is aligned to. Moses runs it
     inside the decoder as BilingualNPLM (a Moses built --with-nplm); mosesrnn trains it on the
-    word-aligned training corpus and rescores n-best lists with it (`nbest --features bilm`).
+    word-aligned training corpus and rescores n-best lists with it (`nbest --features bilm`). Devlin et
+    al.'s other directions (--direction target-to-source, --right-to-left) are n-best features of their
+    own (`nbest --bilm-t2s`, --bilm-r2l, --bilm-t2s-r2l).
 
     \b
     Example:
@@ -56,8 +59,18 @@ def bilm() -> None:
 @click.option("--source-window", type=click.IntRange(0, 10),
               help="Source words on each side of the affiliated one (BilingualNPLM's source_window) [default: the "
                    "preset's].")
-@click.option("--vocab-size", type=click.IntRange(1), help="Target shortlist [default: the preset's].")
-@click.option("--source-vocab-size", type=click.IntRange(1), help="Source shortlist [default: the preset's].")
+@click.option("--direction", type=click.Choice(DIRECTIONS), default=SOURCE_TO_TARGET, show_default=True,
+              help="target-to-source: predict each SOURCE word from the source words before it and 2m+1 target "
+                   "words around its affiliated target word (Devlin et al.'s p(f | e), an n-best feature: "
+                   "`nbest --bilm-t2s`; Moses' BilingualNPLM runs only source-to-target).")
+@click.option("--right-to-left", is_flag=True,
+              help="Read the predicted side backwards: the history is the following words (an n-best feature: "
+                   "`nbest --bilm-r2l`, or --bilm-t2s-r2l with --direction target-to-source).")
+@click.option("--vocab-size", type=click.IntRange(1),
+              help="Shortlist of the predicted side (the target's, or the source's with --direction "
+                   "target-to-source) [default: the preset's].")
+@click.option("--source-vocab-size", type=click.IntRange(1),
+              help="Shortlist of the window side [default: the preset's].")
 @click.option("--embed-dim", type=click.IntRange(1), help="Advanced: override the preset's embedding size.")
 @click.option("--hidden", "hidden_dims", callback=layer_sizes, metavar="SIZES",
               help="Advanced: the hidden layers' sizes (one layer for Moses: NPLM misevaluates two).")
@@ -101,7 +114,8 @@ def train(**options):
 def export(model_path, output, force):  # --force reaches the run's job (declared_paths)
     """Write a joint model for Moses' BilingualNPLM: NPLM's text format and the two vocabulary files.
 
-    Only one-hidden-layer, self-normalised models are written (Moses reads the raw scores).
+    Only one-hidden-layer, self-normalised, source-to-target, left-to-right models are written (Moses reads
+    the raw scores, and runs only the forward model in the decoder).
 
     \b
     Example:

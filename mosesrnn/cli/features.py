@@ -7,13 +7,14 @@ from dataclasses import fields
 
 import click
 
+from ..bilm.orientation import FORWARD, JOINT_FEATURES
 from ..encdec.direction import DIRECTIONS
 from ..features.options import NORMALIZERS, UNK_SIDES, FeatureOptions
 from ..features.registry import FEATURES, default_features, parse_feature_names
 from .common import DEVICE, DTYPE, THREADS
 from .paths import CSLM_MODEL, INPUT_FOLDER, JOINT_MODEL, MODEL
 
-__all__ = ["feature_options"]
+__all__ = ["feature_options", "joint_model_option"]
 
 
 def check_feature_names(ctx, param, value):
@@ -35,15 +36,27 @@ def _labels(ctx, param, value):
     return tuple(pairs)
 
 
+def joint_model_option(orientation):
+    """``--bilm`` (the forward joint model), ``--bilm-t2s``...: a joint model file for the feature of that name."""
+    if orientation == FORWARD:
+        what = ("for the bilm feature (the hypothesis' log-probability given the source; the list must hold Moses' "
+                "word alignment)")
+    else:
+        what = (f"trained {orientation.describe()} (`bilm train"
+                + (" --direction target-to-source" if orientation.direction != FORWARD.direction else "")
+                + (" --right-to-left" if orientation.right_to_left else "") + f"`), for the {orientation.feature} "
+                f"feature (a joint model of another direction, Devlin et al. 2014 Sec. 4)")
+    return click.option("--" + orientation.feature, orientation.option, type=JOINT_MODEL,
+                        help=f"A joint model file from `mosesrnn bilm train`, {what}.")
+
+
 def _options(encoding: str, sentences: bool) -> list:
     names = [name for name, spec in FEATURES.items() if spec.tables or sentences]
     sentence_options = [
         click.option("--lm", type=CSLM_MODEL,
                      help="A CSLM file from `mosesrnn lm train`, for the cslm feature (the hypothesis' "
                           "log-probability under a neural target language model)."),
-        click.option("--bilm", type=JOINT_MODEL,
-                     help="A joint model file from `mosesrnn bilm train`, for the bilm feature (the hypothesis' "
-                          "log-probability given the source; the list must hold Moses' word alignment)."),
+        *map(joint_model_option, JOINT_FEATURES.values()),
         click.option("--label", "labels", multiple=True, callback=_labels, metavar="FEATURE=NAME",
                      help="The name of a feature's group in the list (repeatable), e.g. --label rnn=RNN1 to add a "
                           "second model's scores beside the first's RNN0."),
@@ -91,7 +104,8 @@ def feature_options(encoding: str, sentences: bool = False):
     ``sentences``: the command scores whole sentences (n-best lists), so the sentence options (--lm,
     --bilm, --label) join.
     """
-    names = [f.name for f in fields(FeatureOptions) if sentences or f.name not in ("lm", "bilm", "labels")]
+    sentence_fields = ("lm", "labels", *(o.option for o in JOINT_FEATURES.values()))
+    names = [f.name for f in fields(FeatureOptions) if sentences or f.name not in sentence_fields]
 
     def decorate(command):
         @functools.wraps(command)

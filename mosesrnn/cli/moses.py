@@ -20,9 +20,10 @@ from moses_integration.route.report_file import REPORT_JSON
 from moses_integration.tools import MosesToolError, format_command
 
 from ..bilm.config import EXPORT_FILES as JOINT_EXPORT_FILES
+from ..bilm.orientation import FORWARD, JOINT_FEATURES
 from ..io.roles import input_file
 from .common import DEVICE, DTYPE, QUIET, Command, FiniteFloat, setup_logging
-from .features import check_feature_names
+from .features import check_feature_names, joint_model_option
 from .paths import (
     CSLM_MODEL,
     INPUT,
@@ -209,6 +210,14 @@ def _baseline_features(ctx, param, value):
     return () if value == "" else check_feature_names(ctx, param, value)
 
 
+def _other_joint_models(command):
+    """``--bilm-t2s``, ``--bilm-r2l``, ``--bilm-t2s-r2l``: the joint models of the other directions, as ``nbest``
+    takes them."""
+    for orientation in reversed([o for o in JOINT_FEATURES.values() if o != FORWARD]):
+        command = joint_model_option(orientation)(command)
+    return command
+
+
 @click.command("tune", cls=MosesCommand)
 @click.argument("dev_src", type=INPUT)
 @click.argument("dev_ref", type=INPUT)
@@ -228,7 +237,8 @@ def _baseline_features(ctx, param, value):
               help="Tuning runs per system: MERT is unstable, Clark et al. (2011) recommend at least 3.")
 @click.option("--rescore", "features", callback=check_feature_names, metavar="FEATURES",
               help="Rescore the system's n-best lists with these n-best features (as `mosesrnn nbest --features`: "
-                   "unk, cslm, bilm, rnn, rnn-rev), then tune all weights on the dev lists with mosesrnn's MERT and "
+                   "unk, cslm, bilm, bilm-t2s, bilm-r2l, bilm-t2s-r2l, rnn, rnn-rev), then tune all weights on the "
+                   "dev lists with mosesrnn's MERT and "
                    "rerank the test lists; the same lists re-tuned without them are the control [default with --lm, "
                    "--bilm, -m or --reverse-model: the features of the models given].")
 @click.option("--rescore-baseline", "baseline_features", is_flag=False, flag_value="", callback=_baseline_features,
@@ -242,6 +252,7 @@ def _baseline_features(ctx, param, value):
               help="A joint model file (`mosesrnn bilm train`) for the bilm rescoring feature; the n-best lists are "
                    "then decoded with their word alignments (the phrase tables must hold them: checked before any "
                    "work).")
+@_other_joint_models
 @click.option("-m", "--model", type=MODEL,
               help="An RNN Encoder-Decoder file for the rnn rescoring feature (a sentence-level model), or whose "
                    "shortlists serve unk.")
@@ -297,7 +308,7 @@ def tune(dry_run, quiet, **options):
     if options["baseline_features"] is not None and not options["baseline"]:
         raise click.UsageError("--rescore-baseline needs --baseline")
     if options["vocab"] and options["features"] is None and not any(
-            options[name] for name in ("model", "reverse_model", "lm", "bilm")):
+            options[name] for name in ("model", "reverse_model", "lm", *(o.option for o in JOINT_FEATURES.values()))):
         raise click.UsageError("--vocab serves the unk feature: name it with --rescore unk")
     text = route.tune(route.RouteOptions.from_options(**options), lambda message: log.info("tune: %s", message),
                       dry_run)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..bilm.orientation import JOINT_FEATURES
 from ..encdec.direction import DIRECTIONS
 from ..io.roles import CSLM, ENCODER_DECODER, JOINT, Role, input_folder, model_file
 from ..runtime import DEVICES, DTYPES
@@ -36,6 +37,9 @@ class FeatureOptions:
         reverse_model: a second one trained in the other direction (the rnn-rev feature).
         lm: a CSLM file (the cslm feature, n-best lists only).
         bilm: a joint model file (the bilm feature, n-best lists written with Moses' word alignment).
+        bilm_t2s, bilm_r2l, bilm_t2s_r2l: joint model files of the other directions, each for its feature
+            (bilm-t2s: target-to-source; bilm-r2l: right-to-left; bilm-t2s-r2l: both), as trained by
+            ``bilm train --direction target-to-source`` and/or ``--right-to-left``.
         vocab: a folder of word shortlists from ``mosesrnn vocab`` (unk without a model, or beside a
             subword model).
         unk_side: which words unk counts: source, target or both.
@@ -55,6 +59,9 @@ class FeatureOptions:
     reverse_model: str | None = None
     lm: str | None = None
     bilm: str | None = None
+    bilm_t2s: str | None = None
+    bilm_r2l: str | None = None
+    bilm_t2s_r2l: str | None = None
     vocab: str | None = None
     unk_side: str = "both"
     direction: str | None = None
@@ -91,9 +98,14 @@ class FeatureOptions:
         """The files these options name, by role: for the job of the run that uses them."""
         return [(role, path) for role, path in ((model_file(ENCODER_DECODER), self.model),
                                                 (model_file(ENCODER_DECODER), self.reverse_model),
-                                                (model_file(CSLM), self.lm), (model_file(JOINT), self.bilm),
+                                                (model_file(CSLM), self.lm),
+                                                *((model_file(JOINT), path) for path in self.joint_models().values()),
                                                 (input_folder(), self.vocab))
                 if path is not None]
+
+    def joint_models(self) -> dict[str, str]:
+        """The joint model files given, by option (``bilm``, ``bilm_t2s``...)."""
+        return {o.option: getattr(self, o.option) for o in JOINT_FEATURES.values() if getattr(self, o.option)}
 
     def names(self) -> tuple[str, ...]:
         """The features' names: the ones given, else the defaults for the model files given (unk not
@@ -101,9 +113,10 @@ class FeatureOptions:
         if self.features is not None:
             return self.features
         names = default_features(self.model is not None, self.reverse_model is not None, self.lm is not None,
-                                 self.bilm is not None)
+                                 self.joint_models())
         counts_words = self.model is not None or self.vocab is not None
-        return names if counts_words else tuple(name for name in names if name != "unk" or not (self.lm or self.bilm))
+        return names if counts_words else tuple(name for name in names
+                                                if name != "unk" or not (self.lm or self.joint_models()))
 
     def label(self, feature: str) -> str | None:
         """The n-best name given to ``feature``, or None."""

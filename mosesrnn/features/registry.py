@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Collection, Protocol, Sequence
 
+from ..bilm.orientation import JOINT_FEATURES, Orientation
 from ..encdec.pair_ids import Pair
 
 __all__ = ["Pair", "Feature", "FeatureSpec", "FEATURES", "parse_feature_names", "describe", "default_features"]
@@ -61,8 +62,9 @@ class FeatureSpec:
         tables: whether it scores phrase pairs (a phrase-table column); False for whole-sentence
             features (n-best lists only).
         builder: ``module:function`` that builds it from the options and the loaded models
-            (:class:`~mosesrnn.features.selection.LoadedModels`), imported lazily; the feature class
-            holds its spec as ``spec = FEATURES[name]``.
+            (:class:`~mosesrnn.features.selection.LoadedModels`) and ``builder_args``, imported lazily; the
+            feature class holds its spec as ``spec = FEATURES[name]``.
+        builder_args: what else the builder is given (one builder for several features: their name).
     """
 
     name: str
@@ -73,11 +75,27 @@ class FeatureSpec:
     needs: str | None
     builder: str
     tables: bool = True
+    builder_args: tuple = ()
 
     def build(self, options, models) -> Feature:
-        """Import the feature's module and build it from the options and the loaded models."""
+        """Import the feature's module and build it from the options, the loaded models and ``builder_args``."""
         module, function = self.builder.split(":")
-        return getattr(importlib.import_module(module), function)(options, models)
+        return getattr(importlib.import_module(module), function)(options, models, *self.builder_args)
+
+
+def _joint_spec(orientation: Orientation) -> FeatureSpec:
+    """The n-best feature of a joint model of ``orientation``: ``bilm`` (the forward one), ``bilm-t2s``..."""
+    flag = "--" + orientation.option.replace("_", "-")
+    what = ("log p(hypothesis | source)" if orientation.direction == "source-to-target"
+            else "log p(source | hypothesis)")
+    return FeatureSpec(orientation.feature, f"{what} under the {orientation.describe()} joint model of {flag} "
+                       f"(Devlin et al. 2014): the sum over the predicted side's words, each given 2m+1 words of the "
+                       f"other side around its affiliated one and its history (n-best lists written by Moses with "
+                       f"-print-alignment-info-in-n-best"
+                       + (", best with -include-segmentation-in-n-best too)" if orientation == Orientation() else ")"),
+                       default_weight=0.1, settings=("model", "order", "source_window"), table_digits=None,
+                       needs=orientation.option, builder="mosesrnn.features.bilm:build", tables=False,
+                       builder_args=(orientation.feature,))
 
 
 FEATURES: dict[str, FeatureSpec] = {spec.name: spec for spec in (
@@ -98,19 +116,16 @@ FEATURES: dict[str, FeatureSpec] = {spec.name: spec for spec in (
                 "its words and </s> (n-best lists only)",
                 default_weight=0.1, settings=("model", "order"), table_digits=None, needs="lm",
                 builder="mosesrnn.features.cslm:build", tables=False),
-    FeatureSpec("bilm", "log p(hypothesis | source) under the joint model of --bilm (Devlin et al. 2014): the sum "
-                "over its words, each given 2m+1 source words around its affiliated one and its history (n-best "
-                "lists written by Moses with -print-alignment-info-in-n-best, best with "
-                "-include-segmentation-in-n-best too)",
-                default_weight=0.1, settings=("model", "order", "source_window"), table_digits=None, needs="bilm",
-                builder="mosesrnn.features.bilm:build", tables=False),
+    *map(_joint_spec, JOINT_FEATURES.values()),
 )}
 
 
 def default_features(with_model: bool, with_reverse_model: bool = False, with_lm: bool = False,
-                     with_bilm: bool = False) -> tuple[str, ...]:
-    """The columns computed when none are named: each whose model file is given, and those that need none."""
-    given = {"model": with_model, "reverse_model": with_reverse_model, "lm": with_lm, "bilm": with_bilm}
+                     joint_models: Collection[str] = ()) -> tuple[str, ...]:
+    """The columns computed when none are named: each whose model file is given (``joint_models``: the options
+    of the joint model files given, ``bilm``, ``bilm_t2s``...), and those that need none."""
+    given = {"model": with_model, "reverse_model": with_reverse_model, "lm": with_lm,
+             **{o.option: o.option in joint_models for o in JOINT_FEATURES.values()}}
     return tuple(name for name, spec in FEATURES.items() if spec.needs is None or given[spec.needs])
 
 

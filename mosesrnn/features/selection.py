@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 
+from ..bilm.orientation import JOINT_FEATURES
 from .options import FeatureOptions
 from .registry import FEATURES, Feature
 
@@ -10,7 +11,9 @@ __all__ = ["LoadedModels", "select_features"]
 
 log = logging.getLogger("mosesrnn")
 
-_OPTIONS = {"model": "-m MODEL", "reverse_model": "--reverse-model MODEL", "lm": "--lm CSLM", "bilm": "--bilm MODEL"}
+_OPTIONS = {"model": "-m MODEL", "reverse_model": "--reverse-model MODEL", "lm": "--lm CSLM",
+            **{o.option: f"--{o.feature} MODEL" for o in JOINT_FEATURES.values()}}
+_JOINT_OPTIONS = {o.option for o in JOINT_FEATURES.values()}
 #: The settings given other than their default, by the option that gives them: refused where no column takes them.
 _GIVEN = {"normalizer": ("--normalizer skip", lambda options: options.normalizer != "exact"),
           "length_normalize": ("--length-normalize", lambda options: options.length_normalize)}
@@ -26,7 +29,8 @@ class LoadedModels:
         self._loaded: dict = {}
 
     def get(self, feature: str, which: str = "model"):
-        """The model of option ``which`` (``model``, ``reverse_model``, ``lm``, ``bilm``) that ``feature`` needs: a
+        """The model of option ``which`` (``model``, ``reverse_model``, ``lm``, ``bilm``, ``bilm_t2s``...) that
+        ``feature`` needs: a
         :class:`~mosesrnn.encdec.model_file.TrainedModel`, a :class:`~mosesrnn.cslm.model_file.TrainedLM` or a
         :class:`~mosesrnn.bilm.model_file.JointModel`."""
         path = getattr(self.options, which)
@@ -36,7 +40,7 @@ class LoadedModels:
             if which == "lm":
                 from ..cslm.model_file import load_language_model
                 self._loaded[which] = load_language_model(path)
-            elif which == "bilm":
+            elif which in _JOINT_OPTIONS:
                 from ..bilm.model_file import load_joint_model
                 self._loaded[which] = load_joint_model(path)
             else:
