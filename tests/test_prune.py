@@ -175,6 +175,15 @@ def test_the_sidecar_of_a_six_score_table_beside_a_four_score_table_is_refused(s
     assert listing(tmp_path) == before
 
 
+def test_a_damaged_sidecar_is_named_not_taken_for_one_without_an_rnn_column(scored, tmp_path):
+    table = tmp_path / "table.gz"
+    table.write_bytes(Path(scored).read_bytes())
+    (tmp_path / "table.gz.json").write_text('{"signature": "mosesrnn', encoding="utf-8")  # cut short
+    result = invoke("prune", table, "--top", "2", "-o", tmp_path / "out.gz")
+    error = refused(result, f"{table}: its sidecar cannot say which column is the rnn's", f"{table}.json:1:")
+    assert "no rnn column" not in error and not (tmp_path / "out.gz").exists()
+
+
 def test_the_sidecar_of_another_table_with_as_many_scores_is_refused(scored, tmp_path):
     table = tmp_path / "other.gz"
     table.write_bytes(gzip.compress(b"".join(lines(scored)[1:])))  # the same columns, another first line

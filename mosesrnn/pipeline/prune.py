@@ -278,8 +278,12 @@ def ranking_for(table: str, column: int | None = None, weights: str | None = Non
         return Ranking(f"score column {column}", column=column)
     columns = list(sidecar.appended_columns) if sidecar else []
     if "rnn" not in columns:
-        raise ValueError(f"{table}: no rnn column named in its sidecar ({table}.json, which `mosesrnn score` writes): "
-                         f"rank by --column N (2 is p(e|f)) or by a tuned moses.ini's --weights")
+        try:
+            read_table_sidecar(table, encoding)
+            why = f"no rnn column named in its sidecar ({table}.json, which `mosesrnn score` writes)"
+        except SidecarError as error:  # a damaged or foreign file: say so rather than "no rnn column"
+            why = f"its sidecar cannot say which column is the rnn's ({error})"
+        raise ValueError(f"{table}: {why}: rank by --column N (2 is p(e|f)) or by a tuned moses.ini's --weights")
     return Ranking("the rnn column", column=columns.index("rnn") - len(columns))
 
 
