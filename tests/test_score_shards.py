@@ -1,6 +1,7 @@
 """Tests of scoring whole tables: the CLI, shards and merge, checkpoints and resume after SIGKILL."""
 import gzip
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -133,6 +134,15 @@ def test_bad_input_leaves_no_output(features, tmp_path):
     assert list(tmp_path.iterdir()) == [table]
 
 
+def _children(pid: int) -> list[int]:
+    """The processes ``pid`` started (its workers, their resource tracker), from Linux's /proc."""
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as children:
+            found += [int(child) for child in children.read().split()]
+    return found
+
+
 def _wait_for_checkpoint(process, progress_path, lines, timeout=60.0):
     """Wait until the run has checkpointed at least `lines` lines; False if it ended first."""
     deadline = time.monotonic() + timeout
@@ -157,9 +167,14 @@ def test_resume_after_sigkill_is_byte_identical(tmp_path, workers):
     process = subprocess.Popen([sys.executable, "-m", "mosesrnn.cli", *args, "--workers", workers])
     try:
         assert _wait_for_checkpoint(process, f"{out}.progress.json", 1500), "the run ended before the kill"
+        children = _children(process.pid)
         process.send_signal(signal.SIGKILL)
     finally:
         process.wait()
+    deadline = time.monotonic() + 30
+    while (left := [pid for pid in children if os.path.exists(f"/proc/{pid}")]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"processes of the killed run still alive: {left}"  # its workers leave with it
     assert not out.exists() and (tmp_path / "out.gz.part").exists()
     refused = CliRunner().invoke(main, args[:-1] + ["--features", "unk"])
     assert refused.exit_code == 1 and "holds a stopped run that differs from this one in signature" in refused.output

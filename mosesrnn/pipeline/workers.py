@@ -70,6 +70,8 @@ def _serve(text: ChunkText, inbox, results) -> None:
     ("formatted", n, bytes); None, or the parent's death, ends it. A bad line is sent as ("bad", n, (path, line,
     problem))."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # What the parent has not read when the worker ends, it will never ask for: leaving never waits on a full pipe.
+    results.cancel_join_thread()
     parent = os.getppid()
     entries_of: dict[int, list[PhraseEntry]] = {}
     while True:
@@ -77,8 +79,10 @@ def _serve(text: ChunkText, inbox, results) -> None:
             task = inbox.get(timeout=_ALIVE_CHECK)
         except queue.Empty:
             if os.getppid() != parent:  # the parent was killed (kill -9): nobody will ask for more
-                return
+                os._exit(0)
             continue
+        except (EOFError, OSError):  # the parent's end of the inbox is gone
+            os._exit(0)
         if task is None:
             return
         kind, number, payload = task
