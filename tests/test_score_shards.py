@@ -21,7 +21,7 @@ from mosesrnn.formats.sidecar import read_table_sidecar
 from mosesrnn.io.compressed import count_lines
 from mosesrnn.pipeline.merge import MergeError, merge_parts
 from mosesrnn.pipeline.score import score_table
-from mosesrnn.pipeline.shards import ShardSpec, TableSlice
+from mosesrnn.pipeline.shards import ShardSpec
 
 torch.set_num_threads(1)
 
@@ -98,12 +98,6 @@ def test_many_shards_of_a_short_table_may_be_empty(model_path, tmp_path):
         [line.split("|||")[:2] for line in lines]
     assert read_table_sidecar(str(tmp_path / "merged.gz")).identity["scores"] == 5  # its own text, not part 1's
     assert {read_table_sidecar(part).identity["scores"] for part in parts} == {5, None}  # empty parts too
-
-
-def test_table_slice_resumes_inside_a_shard():
-    whole = list(TableSlice(TABLE, "utf-8", 1000, 2000))
-    resumed = TableSlice(TABLE, "utf-8", 1000, 2000, resume_line=whole[10].line_no)
-    assert [e.line_no for e in resumed] == [e.line_no for e in whole[10:]]
 
 
 def test_merge_refuses_missing_duplicated_or_foreign_parts(features, tmp_path):

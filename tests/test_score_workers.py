@@ -60,17 +60,34 @@ def test_chunks_parse_to_the_entries_of_the_reader():
         assert parsed == list(entries)
 
 
-@pytest.mark.parametrize("count", [2, 3, 5])
-def test_chunks_of_each_shard_are_the_lines_of_table_slice(count):
-    from mosesrnn.pipeline.shards import TableSlice
-    total = sum(1 for _ in gzip.open(TABLE))
+def shard_lines(sources: list[str], start: int, stop: int | None) -> range:
+    """The lines of a shard by the rule of mosesrnn.pipeline.shards, written out: from the first boundary (line 1,
+    or a line whose source differs from the previous line's) at or after ``start`` up to the first at or after
+    ``stop`` (the end of the table is the last boundary)."""
+    boundaries = [line for line in range(1, len(sources) + 1)
+                  if line == 1 or sources[line - 1] != sources[line - 2]] + [len(sources) + 1]
+    first = next(line for line in boundaries if line >= start)
+    return range(first, next(line for line in boundaries if line >= (stop or len(sources) + 1)))
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 5, 25])
+def test_chunks_of_each_shard_are_its_lines_by_the_boundary_rule(count):
+    with read_entries(TABLE) as entries:
+        sources = [entry.source for entry in entries]
     for index in range(1, count + 1):
-        start, stop = ShardSpec(index, count).nominal_range(total)
-        with TableSlice(TABLE, "utf-8", start, stop) as entries:
-            expected = [entry.line_no for entry in entries]
+        start, stop = ShardSpec(index, count).nominal_range(len(sources))
+        expected = shard_lines(sources, start, stop)
         with TableChunks(TABLE, "utf-8", 450, start, stop) as chunks:
             got = [line for chunk in chunks for line in range(chunk.first_line, chunk.last_line + 1)]
-        assert got == expected and (chunks.first_line, chunks.end_line) == (entries.first_line, entries.end_line)
+        assert got == list(expected) and (chunks.first_line, chunks.end_line) == (expected.start, expected.stop)
+
+
+def test_chunks_resume_inside_a_shard():
+    with TableChunks(TABLE, "utf-8", 300, 1000, 2000) as chunks:
+        whole = [line for chunk in chunks for line in range(chunk.first_line, chunk.last_line + 1)]
+    with TableChunks(TABLE, "utf-8", 300, 1000, 2000, resume_line=whole[10]) as chunks:
+        resumed = [line for chunk in chunks for line in range(chunk.first_line, chunk.last_line + 1)]
+    assert resumed == whole[10:] and chunks.first_line is None and chunks.end_line == whole[-1] + 1
 
 
 def test_a_last_line_without_newline_and_crlf_endings_survive_a_chunk():

@@ -17,12 +17,8 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Iterator
 
-from ..formats.phrase_table import PhraseEntry, TableReader
-from ..io.readers import Reader
-
-__all__ = ["ShardSpec", "TableSlice"]
+__all__ = ["ShardSpec"]
 
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
 
@@ -70,44 +66,3 @@ class ShardSpec:
         """The 1-based line numbers [start, stop) before moving both to boundaries."""
         return (total_lines * (self.index - 1) // self.count + 1,
                 total_lines * self.index // self.count + 1)
-
-
-class TableSlice(Reader[PhraseEntry]):
-    """Iterate the entries of one shard's line range (see the module docstring), in a ``with`` block
-    that closes the table where it is left (a :class:`~mosesrnn.io.readers.Reader`).
-
-    ``nominal_stop=None`` runs to the end of the table. ``resume_line`` continues a shard at a
-    line known to belong to it. After iteration ``first_line`` and ``end_line`` hold the
-    shard's range [first_line, end_line) (``first_line`` is None when resuming).
-    """
-
-    def __init__(self, path: str, encoding: str, nominal_start: int = 1, nominal_stop: int | None = None,
-                 resume_line: int | None = None):
-        self.start = resume_line or nominal_start
-        self.nominal_start, self.nominal_stop, self.resuming = nominal_start, nominal_stop, bool(resume_line)
-        # One line before the start is read too: its source decides whether the start is a boundary.
-        self.reader = TableReader(path, encoding, start_line=max(1, self.start - 1))
-        self.first_line: int | None = None
-        self.end_line: int | None = None
-        super().__init__(self._slice())
-
-    def _slice(self) -> Iterator[PhraseEntry]:
-        started, previous, line_no = self.resuming, None, self.start - 1
-        with self.reader:
-            for entry in self.reader:
-                line_no = entry.line_no
-                boundary = previous is None or entry.source != previous
-                previous = entry.source
-                if line_no < self.start:
-                    continue
-                if boundary and self.nominal_stop is not None and line_no >= self.nominal_stop:
-                    break
-                if not started and boundary:
-                    started, self.first_line = True, line_no
-                if started:
-                    yield entry
-            else:
-                line_no += 1  # the end of the table is the last boundary
-        self.end_line = line_no
-        if not started:
-            self.first_line = line_no  # an empty shard

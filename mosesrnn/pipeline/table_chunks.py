@@ -61,7 +61,7 @@ def _decoded(raw: bytes, path: str, line_no: int, encoding: str) -> str:
 class TableChunks(Reader[RawChunk]):
     """The lines of one shard's range of a table, in chunks of ``chunk_lines`` (the last may be shorter).
 
-    The range is :class:`~mosesrnn.pipeline.shards.TableSlice`'s: from the first source-phrase boundary at
+    The range is the shard's of :mod:`mosesrnn.pipeline.shards`: from the first source-phrase boundary at
     or after ``nominal_start`` up to the first at or after ``nominal_stop`` (None: the end of the table);
     ``resume_line`` continues a shard at a line known to belong to it. After iteration ``first_line`` and
     ``end_line`` hold the range [first_line, end_line) (``first_line`` is None when resuming), and
