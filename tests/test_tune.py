@@ -85,6 +85,9 @@ def executable(path: Path, text: str) -> None:
     path.chmod(0o755)
 
 
+_MOSES_BIN_GIVEN = os.environ.get("MOSES_BIN")  # read before no_moses hides it from every test
+
+
 @pytest.fixture(autouse=True)
 def no_moses(monkeypatch, tmp_path):
     """No Moses anywhere: an empty PATH, no MOSES_BIN, no MOSES_SCRIPTS."""
@@ -425,7 +428,7 @@ def test_the_command_collects_every_option_in_one_call(tmp_path):
 
 def _moses_root() -> Path:
     """A real Moses build (``$MOSES_BIN``'s parent, else ``~/moses/mosesdecoder``), or a skip saying how to get one."""
-    for folder in (os.environ.get("MOSES_BIN"), os.path.expanduser("~/moses/mosesdecoder/bin")):
+    for folder in (_MOSES_BIN_GIVEN, os.path.expanduser("~/moses/mosesdecoder/bin")):
         if folder and not find_tools(folder, os.path.join(folder, "..", "scripts"))[1]:
             return Path(folder).parent
     pytest.skip("a real Moses is absent ($MOSES_BIN, ~/moses/mosesdecoder/bin): build it with build-moses.sh to run "
@@ -543,3 +546,48 @@ def test_a_report_travels_with_its_folder(tmp_path, fake_moses, model, monkeypat
     result = CliRunner().invoke(main, ["mert-report", str(tmp_path / "elsewhere" / "copy"), "--against", "system"])
     assert result.exit_code == 0, result.output
     assert "| Δ vs system |" in result.stdout
+
+
+def test_the_joint_model_tunes_inside_the_decoder_with_real_moses(tmp_path):
+    """Issue 43's route on a real Moses built --with-nplm: the system has the joint model in the decoder
+    (``moses-ini --bilm``), MERT tunes its weight beside the others, and a joint model of another direction rescores
+    its lists, reading the word alignments Moses wrote; the report names the joint model (bilm) as the system's new
+    weight and BILM_T2S0 as the rescored stage's."""
+    from scoring_helpers import save_tiny_joint_model
+    root = _moses_root()
+    runner = CliRunner()
+    forward = save_tiny_joint_model(str(tmp_path / "bilm.pt"), order=4, source_window=2, words=5000, std=0.3)
+    t2s = save_tiny_joint_model(str(tmp_path / "t2s.pt"), order=3, source_window=1, words=500, feature="bilm-t2s")
+    assert runner.invoke(main, ["bilm", "export", "-m", forward, "-o", str(tmp_path / "bilm.nplm")]).exit_code == 0
+    table = DATA / "moses" / "tatoeba.dev5.phrase-table.gz"  # with word alignments, as BilingualNPLM needs
+    base = tmp_path / "base.ini"
+    base.write_text("[input-factors]\n0\n[mapping]\n0 T 0\n[distortion-limit]\n6\n[feature]\nUnknownWordPenalty\n"
+                    "WordPenalty\nPhrasePenalty\nPhraseDictionaryMemory name=TranslationModel0 num-features=4 "
+                    f"path={table} input-factor=0 output-factor=0 table-limit=20\nDistortion\n[weight]\n"
+                    "UnknownWordPenalty0= 1\nWordPenalty0= -1\nPhrasePenalty0= 0.2\nTranslationModel0= 0.2 0.2 0.2 0.2\n"
+                    "Distortion0= 0.3\n", encoding="utf-8")
+    system = tmp_path / "system.ini"
+    made = runner.invoke(main, ["moses-ini", str(base), "--bilm", str(tmp_path / "bilm.nplm"), "-o", str(system)])
+    assert made.exit_code == 0, made.output
+    loads = subprocess.run([str(root / "bin" / "moses"), "-f", str(system), "-show-weights"], capture_output=True,
+                           text=True)
+    if loads.returncode != 0:
+        pytest.skip(f"this Moses was built without NPLM: {loads.stderr.strip().splitlines()[-1]}")
+    dev_src, dev_ref = DATA / "nbest" / "tatoeba.dev30.tok.en", DATA / "nbest" / "tatoeba.dev30.fr"
+    finished = subprocess.run(
+        [sys.executable, "-m", "mosesrnn", "tune", str(dev_src), str(dev_ref), str(system), "--baseline", str(base),
+         "--test-src", str(dev_src), "--test-ref", str(dev_ref), "--runs", "1", "--maximum-iterations", "1",
+         "--rescore", "bilm-t2s", "--bilm-t2s", t2s, "--nbest-size", "10", "--work-dir", str(tmp_path / "work"),
+         "--moses-bin", str(root / "bin"), "--moses-scripts", str(root / "scripts")],
+        capture_output=True, text=True, timeout=1200)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    report = read_report(str(tmp_path / "work" / "report.json"))
+    assert [stage.name for stage in report.stages] == ["baseline", "system", "retuned", "rescored"]
+    stages = {stage.name: stage for stage in report.stages}
+    assert set(stages["system"].weight_shares) == {"bilm"} and stages["system"].about.endswith("with bilm")
+    assert set(stages["rescored"].weight_shares) == {"BILM_T2S0"}
+    tuned = read_weights(str(tmp_path / "work" / "system-run1" / "moses.ini"))
+    assert len(tuned["BilingualNPLM0"]) == 1
+    with open(tmp_path / "work" / "system-run1.dev.nbest", encoding="utf-8") as lines:
+        first = next(lines).split(" ||| ")
+    assert "BilingualNPLM0=" in first[2] and len(first) == 6  # the segmentation and word alignment Moses printed

@@ -123,14 +123,16 @@ def _about(plan: RoutePlan, name: str) -> str:
 
 def _new_columns(plan: RoutePlan, ini: str) -> dict[tuple[str, int], str]:
     """The weights a system's ``ini`` adds, ``{(feature, index): label}``: those the baseline lacks (without one,
-    the scored tables' appended columns and a NeuralLM); labelled by the tables' sidecars (``rnn``, ``unk``),
-    ``cslm`` for a NeuralLM, else ``Feature[index]``."""
+    the scored tables' appended columns, a NeuralLM and a BilingualNPLM); labelled by the tables' sidecars (``rnn``,
+    ``unk``), ``cslm`` for a NeuralLM, ``bilm`` for a BilingualNPLM (the joint model in the decoder), else
+    ``Feature[index]``."""
     system = read_weights(ini)
     labels = {}
     for table in phrase_tables(_ini_lines(ini), ini):
         columns, size = _appended_columns(table.path), len(system.get(table.name, ()))
         labels.update({(table.name, size - len(columns) + offset): column for offset, column in enumerate(columns)})
     labels.update({(name, 0): "cslm" for name in system if name.startswith("NeuralLM")})
+    labels.update({(name, 0): "bilm" for name in system if name.startswith("BilingualNPLM")})
     if plan.baseline:
         base = read_weights(plan.baseline)
         keys = [(name, index) for name, values in system.items() for index in range(len(base.get(name, ())),
