@@ -564,8 +564,8 @@ def test_the_joint_model_tunes_inside_the_decoder_with_real_moses(tmp_path):
     base.write_text("[input-factors]\n0\n[mapping]\n0 T 0\n[distortion-limit]\n6\n[feature]\nUnknownWordPenalty\n"
                     "WordPenalty\nPhrasePenalty\nPhraseDictionaryMemory name=TranslationModel0 num-features=4 "
                     f"path={table} input-factor=0 output-factor=0 table-limit=20\nDistortion\n[weight]\n"
-                    "UnknownWordPenalty0= 1\nWordPenalty0= -1\nPhrasePenalty0= 0.2\nTranslationModel0= 0.2 0.2 0.2 0.2\n"
-                    "Distortion0= 0.3\n", encoding="utf-8")
+                    "UnknownWordPenalty0= 1\nWordPenalty0= -1\nPhrasePenalty0= 0.2\n"
+                    "TranslationModel0= 0.2 0.2 0.2 0.2\nDistortion0= 0.3\n", encoding="utf-8")
     system = tmp_path / "system.ini"
     made = runner.invoke(main, ["moses-ini", str(base), "--bilm", str(tmp_path / "bilm.nplm"), "-o", str(system)])
     assert made.exit_code == 0, made.output
