@@ -30,7 +30,7 @@ from mosesrnn.cli.paths import INPUT, OUTPUT, PathParam
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.atomic import atomic_file
 from mosesrnn.io.job import Job, UndeclaredFileError
-from mosesrnn.io.roles import input_file, output_file
+from mosesrnn.io.roles import input_file, output_file, output_folder
 
 ROOT = Path(__file__).parent.parent
 PACKAGES = ("mosesrnn", "moses_integration")
@@ -334,6 +334,21 @@ def test_a_command_that_writes_a_file_it_did_not_declare_fails(tmp_path):
     result = CliRunner().invoke(careless, ["-o", str(tmp_path / "out.txt")])
     assert isinstance(result.exception, UndeclaredFileError)
     assert not (tmp_path / "elsewhere.txt").exists()
+
+
+def test_a_link_in_a_declared_folder_is_read_through_but_the_folder_stays_the_bound(tmp_path):
+    """`tune`'s runs linked into a new working folder from another tuning (docs/moses.md) are read where they
+    lead; a file beside the folder is still undeclared."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "run1.dev.nbest").write_text("0 ||| a ||| F0= 1 ||| 1\n")
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "system-run1.dev.nbest").symlink_to(tmp_path / "elsewhere" / "run1.dev.nbest")
+    with Job([(output_folder(), str(tmp_path / "work"))]):
+        with Job([(input_file(), str(tmp_path / "work" / "system-run1.dev.nbest"))]):
+            pass
+        with pytest.raises(UndeclaredFileError, match="run1.dev.nbest"):
+            with Job([(input_file(), str(tmp_path / "elsewhere" / "run1.dev.nbest"))]):
+                pass
 
 
 def test_an_inner_job_must_be_covered_by_the_outer_one(tmp_path):

@@ -86,20 +86,20 @@ class Job:
     def _readable(self) -> tuple[set[str], list[str]]:
         files, folders = set(), []
         for role, path in self.paths:
-            if role.folder:
-                folders.append(_real(path))
-            else:
+            if not role.folder:
                 files.update(map(_real, role.files(path) + role.companion_files(path)))
-                if role.name == "program output":
-                    folders.append(_real(path))
+            if role.folder or role.name == "program output":
+                folders += [_real(path), os.path.abspath(path)]
         return files, folders
 
     def may_read(self, path: str) -> bool:
         """Whether ``path`` is declared: an input, an output (a resumed run reads its own), or under a
-        declared folder."""
-        real = _real(path)
+        declared folder — where it lies or where it leads: a link the user put in the folder (`tune`'s runs
+        linked from another tuning) is read through."""
+        real, given = _real(path), os.path.abspath(path)
         files, folders = self._readable()
-        return real in files or real in self._named or any(_under(real, folder) for folder in folders)
+        return real in files or real in self._named or any(_under(real, folder) or _under(given, folder)
+                                                           for folder in folders)
 
     def add_input(self, path: str) -> None:
         """Declare one more file the run reads (one a declared input names: see :func:`declared.declare_input`)."""
