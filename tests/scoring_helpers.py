@@ -85,3 +85,14 @@ def save_tiny_joint_model(path: str, seed: int = 0, order: int = 3, source_windo
     save_joint_model(path, JointModel(network, order, source_window, vocabulary, {"log_z_mean": 0.0},
                                       orientation=JOINT_FEATURES[feature]))
     return path
+
+
+def dev5_moses_ini() -> str:
+    """A runnable moses.ini over the Tatoeba table's lines for 5 dev sentences (with word alignments, as
+    BilingualNPLM needs), no language model; absolute paths."""
+    table = os.path.join(os.path.dirname(__file__), "data", "moses", "tatoeba.dev5.phrase-table.gz")
+    return ("[input-factors]\n0\n[mapping]\n0 T 0\n[distortion-limit]\n6\n[feature]\nUnknownWordPenalty\n"
+            "WordPenalty\nPhrasePenalty\nPhraseDictionaryMemory name=TranslationModel0 num-features=4 "
+            f"path={table} input-factor=0 output-factor=0 table-limit=20\nDistortion\n[weight]\n"
+            "UnknownWordPenalty0= 1\nWordPenalty0= -1\nPhrasePenalty0= 0.2\nTranslationModel0= 0.2 0.2 0.2 0.2\n"
+            "Distortion0= 0.3\n")

@@ -266,17 +266,12 @@ def test_moses_bilingual_nplm_values_are_our_scores(tmp_path):
     """A real Moses decodes with the exported joint model; each hypothesis' BilingualNPLM0= is our raw score of it,
     computed from the hypothesis' segmentation and word alignment in the n-best list. Random weights (std 0.3)
     over every word of the training slice, so that each input word moves the score."""
-    from scoring_helpers import save_tiny_joint_model
+    from scoring_helpers import dev5_moses_ini, save_tiny_joint_model
     moses = built_program("moses")
     model = save_tiny_joint_model(str(tmp_path / "bilm.pt"), order=4, source_window=2, words=5000, std=0.3)
     out = tmp_path / "bilm.nplm"
     assert CliRunner().invoke(main, ["bilm", "export", "-m", model, "-o", str(out)]).exit_code == 0
-    table = DATA / "moses" / "tatoeba.dev5.phrase-table.gz"  # with word alignments, as BilingualNPLM needs
-    base = ("[input-factors]\n0\n[mapping]\n0 T 0\n[distortion-limit]\n6\n[feature]\nUnknownWordPenalty\n"
-            "WordPenalty\nPhrasePenalty\nPhraseDictionaryMemory name=TranslationModel0 num-features=4 "
-            f"path={table} input-factor=0 output-factor=0 table-limit=20\nDistortion\n[weight]\n"
-            "UnknownWordPenalty0= 1\nWordPenalty0= -1\nPhrasePenalty0= 0.2\nTranslationModel0= 0.2 0.2 0.2 0.2\n"
-            "Distortion0= 0.3\n")
+    base = dev5_moses_ini()
     text, _ = with_bilingual_lm(base, "moses.ini", str(out), 0.5, absolute=True)
     (tmp_path / "moses.ini").write_text(text, encoding="utf-8")
     sources = (DATA / "nbest" / "tatoeba.dev30.tok.en").read_text(encoding="utf-8").splitlines()

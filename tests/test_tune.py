@@ -553,19 +553,14 @@ def test_the_joint_model_tunes_inside_the_decoder_with_real_moses(tmp_path):
     (``moses-ini --bilm``), MERT tunes its weight beside the others, and a joint model of another direction rescores
     its lists, reading the word alignments Moses wrote; the report names the joint model (bilm) as the system's new
     weight and BILM_T2S0 as the rescored stage's."""
-    from scoring_helpers import save_tiny_joint_model
+    from scoring_helpers import dev5_moses_ini, save_tiny_joint_model
     root = _moses_root()
     runner = CliRunner()
     forward = save_tiny_joint_model(str(tmp_path / "bilm.pt"), order=4, source_window=2, words=5000, std=0.3)
     t2s = save_tiny_joint_model(str(tmp_path / "t2s.pt"), order=3, source_window=1, words=500, feature="bilm-t2s")
     assert runner.invoke(main, ["bilm", "export", "-m", forward, "-o", str(tmp_path / "bilm.nplm")]).exit_code == 0
-    table = DATA / "moses" / "tatoeba.dev5.phrase-table.gz"  # with word alignments, as BilingualNPLM needs
     base = tmp_path / "base.ini"
-    base.write_text("[input-factors]\n0\n[mapping]\n0 T 0\n[distortion-limit]\n6\n[feature]\nUnknownWordPenalty\n"
-                    "WordPenalty\nPhrasePenalty\nPhraseDictionaryMemory name=TranslationModel0 num-features=4 "
-                    f"path={table} input-factor=0 output-factor=0 table-limit=20\nDistortion\n[weight]\n"
-                    "UnknownWordPenalty0= 1\nWordPenalty0= -1\nPhrasePenalty0= 0.2\n"
-                    "TranslationModel0= 0.2 0.2 0.2 0.2\nDistortion0= 0.3\n", encoding="utf-8")
+    base.write_text(dev5_moses_ini(), encoding="utf-8")
     system = tmp_path / "system.ini"
     made = runner.invoke(main, ["moses-ini", str(base), "--bilm", str(tmp_path / "bilm.nplm"), "-o", str(system)])
     assert made.exit_code == 0, made.output
