@@ -11,6 +11,7 @@ runs the whole command on Moses' mini system where Moses is built.
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -30,9 +31,11 @@ from scoring_helpers import save_tiny_model
 from moses_integration.ini_format import read_weights, weights_text
 from moses_integration.mert_moses import MertSettings, find_tools, mert_command, relative_paths
 from moses_integration.mert_report import weights_table
+from moses_integration.nplm_check import heap_disagreements, nplm_feature_names
 from moses_integration.route import RouteOptions
 from moses_integration.route.report_file import read_report
 from mosesrnn.cli import main
+from mosesrnn.formats.nbest import read_nbest
 from mosesrnn.tuning.bleu import file_bleu
 from mosesrnn.tuning.mert import MertOptions
 from mosesrnn.tuning.nbest_mert import mert_nbest_files
@@ -586,3 +589,61 @@ def test_the_joint_model_tunes_inside_the_decoder_with_real_moses(tmp_path):
     with open(tmp_path / "work" / "system-run1.dev.nbest", encoding="utf-8") as lines:
         first = next(lines).split(" ||| ")
     assert "BilingualNPLM0=" in first[2] and len(first) == 6  # the segmentation and word alignment Moses printed
+
+
+# -- the decoder's NPLM features, checked before tuning ---------------------------------------------
+
+
+def test_the_nplm_features_are_named_as_moses_names_them(tmp_path):
+    ini = tmp_path / "moses.ini"
+    ini.write_text(INI.read_text(encoding="utf-8").replace(
+        "[weight]", "NeuralLM factor=0 order=5 path=/lm.nplm\nBilingualNPLM name=Joint order=4 source_window=2 "
+        "path=/b.nplm\nNeuralLM factor=0 order=3 path=/lm3.nplm\n[weight]"), encoding="utf-8")
+    assert nplm_feature_names(str(ini)) == ["NeuralLM0", "Joint", "NeuralLM1"]
+    assert nplm_feature_names(str(INI)) == []
+
+
+def test_two_decodes_are_told_apart_by_their_nplm_features_or_hypotheses():
+    with read_nbest(str(NBEST / "tatoeba.dev30.mert-iter1.100best.gz")) as entries:
+        first = [entry for entry in entries if entry.sentence_id < 3]
+    assert heap_disagreements(first, first, ["LM0"]) == []
+    moved = [dataclasses.replace(entry, features=tuple((name, tuple(v + 0.5 for v in values) if name == "LM0"
+                                                        else values) for name, values in entry.features))
+             if entry.sentence_id == 1 else entry for entry in first]
+    problems = heap_disagreements(first, moved, ["LM0"])
+    assert len(problems) == 1 and problems[0].startswith("sentence 1, LM0= ")
+    assert heap_disagreements(first, moved, ["TranslationModel0"]) == []
+    other = [dataclasses.replace(entry, fields=(entry.fields[0], " autre chose ", *entry.fields[2:]))
+             if entry.sentence_id == 2 else entry for entry in first]
+    assert heap_disagreements(first, other, ["LM0"]) == ["sentence 2: 'pouvons-nous aller ?' against 'autre chose'"]
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_a_decoder_whose_nplm_reads_the_heap_is_refused_before_any_tuning(tmp_path, fake_moses, model, fixed):
+    """The stand-in decoder's NeuralLM0= follows MALLOC_PERTURB_ where ``fixed`` is False, as an unfixed NPLM's
+    does; tune refuses that before mert-moses.pl runs, naming the fix."""
+    system = tmp_path / "system.ini"
+    system.write_text(INI.read_text(encoding="utf-8").replace(
+        "[weight]", f"NeuralLM factor=0 order=5 path={tmp_path / 'lm.nplm'}\n[weight]NeuralLM0= 0.1\n"),
+        encoding="utf-8")
+    real = fake_moses / "bin" / "moses"
+    real.rename(real.with_name("moses.real"))
+    value = "-7.25" if fixed else "-${MALLOC_PERTURB_:-0}"
+    executable(real, f"""#!/bin/sh
+case " $* " in *-nplm-check/*) ;; *) exec {real}.real "$@";; esac
+while [ $# -gt 0 ]; do [ "$1" = "-n-best-list" ] && list="$2"; shift; done
+echo "0 ||| le chat ||| LM0= -3 NeuralLM0= {value} ||| -1" > "$list"
+echo "1 ||| un chien ||| LM0= -2 NeuralLM0= {value} ||| -1" >> "$list"
+printf 'le chat\\nun chien\\n'
+""")
+    args = tune_args(tmp_path, fake_moses, model)
+    args[3] = str(system)
+    result = CliRunner().invoke(main, args)
+    if fixed:
+        assert result.exit_code == 0, result.output
+        return
+    assert result.exit_code == 1
+    assert "NeuralLM0 values change with what the heap held" in result.output
+    assert "sentence 0, NeuralLM0= -255.0 against -165.0" in result.output
+    assert "moses_integration/fix-nplm.sh" in result.output
+    assert not any(call.startswith("mert-moses.pl") for call in calls(tmp_path))

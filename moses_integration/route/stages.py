@@ -27,6 +27,7 @@ from ..mert_moses import (
     run_mert,
     show_weights_command,
 )
+from ..nplm_check import HEAPS, check_nplm_reads_its_files, nplm_feature_names
 from ..tools import format_command
 from .plan import PLAN, RoutePlan, StageFiles, stage_files
 from .report import build_report
@@ -38,8 +39,9 @@ __all__ = ["run_route", "rescore_run", "dry_run_commands"]
 def run_route(plan: RoutePlan, tools: MosesTools, log: Callable[[str], None]) -> RouteReport:
     """Run (or continue) every stage of the plan, then measure and write the report (``report.json``,
     ``report.md`` in the working folder); returns it."""
-    for _, ini in plan.systems():
+    for system, ini in plan.systems():
         check_ini_loads(tools, ini)
+        check_nplm_reads_its_files(tools, ini, plan.dev_src, os.path.join(plan.work_dir, f"{system}-nplm-check"))
     with atomic_output(os.path.join(plan.work_dir, PLAN)) as stream:
         stream.write((json.dumps(plan.record(), indent=1) + "\n").encode("utf-8"))
     for system, ini in plan.systems():
@@ -142,6 +144,8 @@ def dry_run_commands(plan: RoutePlan, tools: MosesTools, problems: list[str]) ->
     """The commands the route would run (and the problems found), without running anything."""
     lines = [f"# problem: {problem}" for problem in problems]
     lines += [format_command(show_weights_command(tools, ini)) for _, ini in plan.systems()]
+    lines += [f"# {ini}: its {', '.join(names)} decoded twice (MALLOC_PERTURB_={' and '.join(HEAPS)}), to agree"
+              for _, ini in plan.systems() if (names := nplm_feature_names(ini))]
     for system, ini in plan.systems():
         rescoring = plan.rescoring_of(system)
         retune, aligned = plan.retunes(system), plan.word_alignments(system)

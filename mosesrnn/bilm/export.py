@@ -6,8 +6,8 @@ input vocabulary of the target then the source words, the target words as output
 ``bilm.nplm.target`` and ``bilm.nplm.source`` (one word a line, ``<unk>`` first: the files
 ``target_vocab=`` and ``source_vocab=`` name), and ``bilm.nplm.json``, which records the windows
 ``moses-ini --bilm`` writes into the feature line. Refused: a model that is not self-normalised
-(Moses reads its raw scores), one with two hidden layers (NPLM in Moses misevaluates them), and one
-of another direction or reading order (BilingualNPLM runs only the forward model).
+(Moses reads its raw scores) and one of another direction or reading order (BilingualNPLM runs only
+the forward model).
 """
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ def joint_network(model: JointModel) -> NPLMNetwork:
 
 def export_joint(model_path: str, output: str) -> JointExport:
     """Write the joint model file ``model_path`` for Moses: ``output`` (NPLM) and its companions
-    (:data:`EXPORT_FILES`). Raises ValueError for a ``.gz`` name, a model that is not self-normalised, one
-    with two hidden layers, or one that is not source-to-target, left-to-right."""
+    (:data:`EXPORT_FILES`). Raises ValueError for a ``.gz`` name, a model that is not self-normalised, or one
+    that is not source-to-target, left-to-right."""
     model = load_joint_model(model_path)
     if model.orientation != FORWARD:
         raise ValueError(f"{model_path} is a {model.orientation.describe()} joint model: Moses' BilingualNPLM runs "

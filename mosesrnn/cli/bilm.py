@@ -73,7 +73,7 @@ def bilm() -> None:
               help="Shortlist of the window side [default: the preset's].")
 @click.option("--embed-dim", type=click.IntRange(1), help="Advanced: override the preset's embedding size.")
 @click.option("--hidden", "hidden_dims", callback=layer_sizes, metavar="SIZES",
-              help="Advanced: the hidden layers' sizes (one layer for Moses: NPLM misevaluates two).")
+              help="Advanced: the hidden layers' sizes, e.g. 512 or 1024,512 (two are slower in the decoder).")
 @click.option("--self-norm", default=0.1, show_default=True, type=FiniteFloat(0),
               help="alpha of the (log Z)^2 penalty of --estimator softmax (NCE self-normalises by itself).")
 @click.option("--batch-size", type=click.IntRange(1), help="n-grams per update [default: the recipe's, 512].")

@@ -50,8 +50,8 @@ def lm() -> None:
 @click.option("--valid-share", default=0.01, show_default=True, type=FiniteFloat(0, 1, min_open=True,
               max_open=True), help="Share of CORPUS's sentences held out for validation when there is no --valid.")
 @click.option("--preset", type=click.Choice(list(LM_PRESETS)), default="moses", show_default=True,
-              help="paper = C14's 7-gram, 512-dim embeddings, hidden 1536+1024, 15,000 words (two hidden layers: "
-                   "n-best lists only, NPLM misevaluates them in Moses); moses = 7-gram, 192, one hidden layer of "
+              help="paper = C14's 7-gram, 512-dim embeddings, hidden 1536+1024, 15,000 words (two hidden layers, "
+                   "slow in the decoder); moses = 7-gram, 192, one hidden layer of "
                    "512, 15,000 words, trained by NCE (for Moses); small = 5-gram, 64, 256, 8,000 words (minutes on a "
                    "CPU).")
 @click.option("--order", type=click.IntRange(2, MAX_ORDER), help="n of the n-grams [default: the preset's].")
@@ -122,6 +122,7 @@ def export(model_path, output, force):  # --force reaches the run's job (declare
     from ..cslm.export import export_cslm
     trained = export_cslm(model_path, output)
     config = trained.model.config
-    click.echo(f"wrote {output}: {config.order}-gram, {config.vocab_size} words, one hidden layer of "
-               f"{config.hidden_dims[0]}; in moses.ini: {neural_lm_feature(config.order, os.path.abspath(output))}",
+    layers = "+".join(map(str, config.hidden_dims))
+    click.echo(f"wrote {output}: {config.order}-gram, {config.vocab_size} words, hidden layers of "
+               f"{layers}; in moses.ini: {neural_lm_feature(config.order, os.path.abspath(output))}",
                err=True)

@@ -16,9 +16,9 @@ MAX_ORDER = 20
 LM_PRESETS = {
     # C14 Sec. 5.1.1: 7-gram, 512-dim embeddings, two rectified layers of 1536 and 1024 units, 15k words.
     "paper": dict(order=7, embed_dim=512, hidden_dims=(1536, 1024), shortlist=15000),
-    # One hidden layer: the shape NPLM evaluates right in Moses (NPLM's num_hidden 0 form).
+    # One hidden layer (NPLM's num_hidden 0 form, as Moses' own NPLM scripts write it): fast in the decoder.
     "moses": dict(order=7, embed_dim=192, hidden_dims=(512,), shortlist=15000),
-    # Trains in minutes on a CPU; one hidden layer, so it goes into Moses too.
+    # Trains in minutes on a CPU.
     "small": dict(order=5, embed_dim=64, hidden_dims=(256,), shortlist=8000),
 }
 

@@ -2,8 +2,9 @@
 
 Moses' ``NeuralLM`` (a Moses built ``--with-nplm``) reads NPLM's text format
 (:mod:`mosesrnn.formats.nplm`) and the raw output scores, so a model is exported only when it is
-self-normalised (its mean log Z on held-out text near 0) and has one hidden layer (NPLM, as Moses
-loads it, misevaluates two).
+self-normalised (its mean log Z on held-out text near 0). Both of NPLM's shapes (one or two hidden
+layers) are written; an NPLM without ``moses_integration/fix-nplm.sh`` misevaluates either, depending
+on what its heap held (docs/cslm.md).
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def check_self_normalised(info: dict, path: str) -> None:
 def export_cslm(model_path: str, output: str) -> TrainedLM:
     """Write the CSLM file ``model_path`` to ``output`` in NPLM's format for Moses' NeuralLM.
 
-    Raises ValueError for a ``.gz`` name, a model that is not self-normalised, or one with two hidden layers.
+    Raises ValueError for a ``.gz`` name or a model that is not self-normalised.
     Returns the exported model."""
     trained = load_language_model(model_path)
     check_self_normalised(trained.info, model_path)

@@ -18,11 +18,13 @@ NPLM's network has at most two hidden layers: ``num_hidden`` units, then
 ``output_embedding_dimension`` units, all rectified. With one hidden layer, ``num_hidden`` is 0 and
 the layer's size is the ``output_embedding_dimension`` (what Moses' own NPLM training scripts write).
 
-**The trap** (seen on a real build, and tested with the real binary in ``tests/test_cslm.py``):
-``neuralLM`` decides whether to skip the second hidden layer when it is constructed, before a file
-is read, so ``testNeuralLM`` and Moses, which construct then ``read()``, evaluate a two-layer file
-with one layer: wrongly. Only one-hidden-layer models are therefore exported for Moses
-(:func:`check_moses_reads`).
+**NPLM's hidden-layer bug** (``moses_integration/fix-nplm.sh``, which patches and rebuilds NPLM and
+Moses): ``neuralNetwork`` decides whether to skip the second hidden layer before the file is read, from
+a default model's uninitialised ``num_hidden``, so an unfixed NPLM evaluates either shape wrongly
+depending on what the heap held: two layers in a fresh process (``testNeuralLM``), one layer in Moses
+with a KenLM loaded first. ``tests/test_cslm.py`` shows both with the real binaries, made deterministic
+by glibc's ``MALLOC_PERTURB_``; ``tune`` checks the decoder the same way before it tunes
+(``moses_integration/nplm_check.py``).
 
 The format holds plain arrays (:class:`NPLMNetwork`); each model family turns its model into one
 (``mosesrnn/cslm/export.py``, ``mosesrnn/bilm/export.py``), so this module knows no model code.
@@ -37,7 +39,7 @@ import numpy as np
 from ..io.compressed import atomic_text_output, read_head
 from .text_file import text_lines
 
-__all__ = ["NPLM_NULL", "NPLMNetwork", "check_moses_reads", "write_nplm", "read_nplm", "read_nplm_config",
+__all__ = ["NPLM_NULL", "NPLMNetwork", "write_nplm", "read_nplm", "read_nplm_config",
            "read_nplm_vocabularies", "write_nplm_file"]
 
 #: NPLM's name for the padding of short n-grams (our ``<pad>``).
@@ -64,16 +66,6 @@ class NPLMNetwork:
             raise ValueError("an NPLM network needs one input embedding a word and one output row a word")
 
 
-def check_moses_reads(network: NPLMNetwork) -> None:
-    """Raise ValueError for a shape that Moses' NPLM features would evaluate wrongly (two hidden layers)."""
-    if len(network.hidden) != 1:
-        sizes = ", ".join(str(len(biases)) for _, biases in network.hidden)
-        raise ValueError(f"the model has {len(network.hidden)} hidden layers ({sizes} units): NPLM as Moses loads it "
-                         "evaluates only the first of two hidden layers (it decides before reading the file), so it "
-                         "would score this model wrongly. Export a one-hidden-layer model (`mosesrnn lm train "
-                         "--preset moses` or `small`); use this one on n-best lists (`mosesrnn nbest --lm`)")
-
-
 def _matrix(out: IO[str], rows: np.ndarray) -> None:
     for row in np.atleast_2d(rows):
         out.write("\t".join(format(float(value), ".9g") for value in row))
@@ -88,8 +80,7 @@ def _words(out: IO[str], section: str, words: Sequence[str]) -> None:
 def write_nplm(out: IO[str], network: NPLMNetwork) -> None:
     """Write ``network`` in NPLM's text format to a text stream.
 
-    One hidden layer is written as NPLM's ``num_hidden 0`` form. Callers that mean the file for Moses
-    check :func:`check_moses_reads` first.
+    One hidden layer is written as NPLM's ``num_hidden 0`` form.
     """
     layers = list(network.hidden)
     num_hidden = 0 if len(layers) == 1 else len(layers[0][1])
@@ -195,9 +186,8 @@ def read_nplm_vocabularies(path: str) -> tuple[list[str], list[str]]:
 
 def write_nplm_file(path: str, network: NPLMNetwork) -> None:
     """Write ``network`` to ``path`` for Moses (atomically): refused for a ``.gz`` name (NPLM reads plain
-    text) and a shape Moses misevaluates (:func:`check_moses_reads`)."""
+    text)."""
     if path.endswith(".gz"):
         raise ValueError(f"{path}: NPLM reads plain text files: give the model a name without .gz")
-    check_moses_reads(network)
     with atomic_text_output(path) as out:
         write_nplm(out, network)
