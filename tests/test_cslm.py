@@ -11,13 +11,14 @@ import io
 import json
 import math
 import os
+import shutil
 import subprocess
 
 import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from conftest import DATA, built_program
+from conftest import DATA, TESTS, built_program
 from scoring_helpers import save_tiny_model
 
 from moses_integration.neural_lm import add_neural_lm
@@ -296,6 +297,20 @@ def test_testneurallm_gives_our_sentence_scores(tmp_path, normalization):
     ours = sentence_scores(trained, sentences, normalized=bool(normalization))
     assert len(theirs) == len(sentences)
     np.testing.assert_allclose(theirs, np.array(ours) / math.log(10), atol=1e-4, rtol=0)
+
+
+def test_the_nplm_patch_fits_the_nplm_that_build_moses_builds(tmp_path):
+    """fix-nplm.sh's patch applies to (or is already in) the NPLM source beside testNeuralLM's bin/."""
+    binary = built_program("testNeuralLM", "NPLM_BIN", "~/moses/nplm/bin")
+    source = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(binary))), "src", "neuralNetwork.h")
+    if not os.path.isfile(source):
+        pytest.skip(f"no NPLM source at {source}")
+    patch = TESTS.parent / "moses_integration" / "nplm-skip-hidden.patch"
+    (tmp_path / "src").mkdir()
+    shutil.copy(source, tmp_path / "src")
+    forward, backward = (subprocess.run(["patch", "-p1", "--dry-run", *flags, "-d", str(tmp_path), "-i", str(patch)],
+                                        capture_output=True, text=True) for flags in ([], ["-R"]))
+    assert (forward.returncode == 0) != (backward.returncode == 0), forward.stdout + backward.stdout
 
 
 @pytest.mark.parametrize("heap", HEAPS)
