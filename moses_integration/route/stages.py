@@ -41,7 +41,9 @@ def run_route(plan: RoutePlan, tools: MosesTools, log: Callable[[str], None]) ->
     ``report.md`` in the working folder); returns it."""
     for system, ini in plan.systems():
         check_ini_loads(tools, ini)
-        check_nplm_reads_its_files(tools, ini, plan.dev_src, os.path.join(plan.work_dir, f"{system}-nplm-check"))
+        if names := nplm_feature_names(ini):
+            log(f"{system}: checking that the decoder's {', '.join(names)} read their files (two short decodes)")
+            check_nplm_reads_its_files(tools, ini, plan.dev_src, os.path.join(plan.work_dir, f"{system}-nplm-check"))
     with atomic_output(os.path.join(plan.work_dir, PLAN)) as stream:
         stream.write((json.dumps(plan.record(), indent=1) + "\n").encode("utf-8"))
     for system, ini in plan.systems():
