@@ -29,8 +29,8 @@ from typing import Mapping, Sequence
 from mosesrnn.io.compressed import read_bytes
 
 __all__ = ["MosesIniError", "IniLine", "read_ini_text", "parse_ini", "section_values", "split_comment",
-           "replace_tokens", "PhraseTable", "phrase_tables", "Weights", "read_weights", "weights_text",
-           "replace_weights"]
+           "replace_tokens", "Feature", "declared_features", "is_phrase_table", "PhraseTable", "phrase_tables",
+           "Weights", "read_weights", "weights_text", "replace_weights"]
 
 #: A weight line as mert-moses.pl writes it (``Name= v1 v2``); read with any blank after the ``=``.
 _WEIGHT_LINE = re.compile(r"^(\S+)=\s+(.+)$")
@@ -121,10 +121,30 @@ class PhraseTable:
     args: dict
 
 
-def _feature_args(line: IniLine) -> tuple[str, dict]:
-    """The type and the ``key=value`` arguments of a ``[feature]`` line."""
-    feature_type, *tokens = line.value.split()
-    return feature_type, dict(token.partition("=")[::2] for token in tokens)
+@dataclass(frozen=True)
+class Feature:
+    """A ``[feature]`` line: the feature's type, the name Moses gives it, and its ``key=value`` arguments."""
+
+    type: str
+    name: str
+    args: dict
+    line: IniLine
+
+
+def declared_features(lines: Sequence[IniLine]) -> list[Feature]:
+    """The features of ``[feature]`` in order, each named as Moses names it: its ``name=``, else its type and
+    the count of the unnamed features of that type before it (``FeatureFunction::ParseLine``), so
+    ``NeuralLM name=CSLM`` then ``NeuralLM`` give ``CSLM`` and ``NeuralLM0``."""
+    features, unnamed = [], Counter()
+    for line in section_values(lines, "feature"):
+        feature_type, *tokens = line.value.split()
+        args = dict(token.partition("=")[::2] for token in tokens)
+        name = args.get("name")
+        if name is None:
+            name = f"{feature_type}{unnamed[feature_type]}"
+            unnamed[feature_type] += 1
+        features.append(Feature(feature_type, name, args, line))
+    return features
 
 
 def _int_arg(value: str | None, what: str, path: str, line_no: int) -> int | None:
@@ -135,22 +155,16 @@ def _int_arg(value: str | None, what: str, path: str, line_no: int) -> int | Non
     return int(value)
 
 
-def _is_phrase_table(feature_type: str) -> bool:
-    return feature_type.startswith("PhraseDictionary") or feature_type in ("ProbingPT", "Mmsapt")
+def is_phrase_table(feature: Feature) -> bool:
+    """Whether a ``[feature]`` line declares a phrase table."""
+    return feature.type.startswith("PhraseDictionary") or feature.type in ("ProbingPT", "Mmsapt")
 
 
 def _current_tables(lines: Sequence[IniLine], path: str) -> list[PhraseTable]:
-    tables, unnamed = [], Counter()
-    for line in section_values(lines, "feature"):
-        feature_type, args = _feature_args(line)
-        name = args.get("name")
-        if name is None:
-            name = f"{feature_type}{unnamed[feature_type]}"
-            unnamed[feature_type] += 1
-        if _is_phrase_table(feature_type):
-            num = _int_arg(args.get("num-features"), "num-features", path, line.number)
-            tables.append(PhraseTable(name, feature_type, line, num, args.get("path"), False, args))
-    return tables
+    return [PhraseTable(feature.name, feature.type, feature.line,
+                        _int_arg(feature.args.get("num-features"), "num-features", path, feature.line.number),
+                        feature.args.get("path"), False, feature.args)
+            for feature in declared_features(lines) if is_phrase_table(feature)]
 
 
 def _legacy_tables(lines: Sequence[IniLine], path: str) -> list[PhraseTable]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from moses_integration.ini_format import MosesIniError, parse_ini, section_values, split_comment
+from moses_integration.ini_format import MosesIniError, declared_features, parse_ini, section_values, split_comment
 from mosesrnn.formats.nplm import read_nplm_config
 
 from .ini_paths import check_no_space
@@ -49,16 +49,16 @@ def append_feature(text: str, feature: str, name: str, weight: float, path: str 
     ``name= weight`` after the last weight; every other byte kept. Pure.
 
     Raises MosesIniError for a legacy-format file, one without ``[feature]`` or ``[weight]``, or one
-    that already has a feature of that name (or an unnamed one of the same type, which Moses names so)."""
+    that already has a feature of that name (given, or the one Moses gives an unnamed feature)."""
     kind = feature.split()[0]
     ini = parse_ini(text)
     features, weights = section_values(ini, "feature"), section_values(ini, "weight")
     if not features or not weights:
         raise MosesIniError(path, None, f"no [feature] or [weight] section: a {kind} feature needs the current "
                                         "moses.ini format")
-    for line in features:
-        if f"name={name}" in line.value.split() or (line.value.split()[0] == kind and "name=" not in line.value):
-            raise MosesIniError(path, line.number, f"there is already a feature {name}")
+    for declared in declared_features(ini):
+        if declared.name == name:
+            raise MosesIniError(path, declared.line.number, f"there is already a feature {name}")
     lines = [line.raw for line in ini]
     for last, added in ((features[-1], feature), (weights[-1], f"{name}= {weight!r}")):
         ending = split_comment(last.raw)[2]

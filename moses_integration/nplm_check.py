@@ -18,7 +18,7 @@ from mosesrnn.formats.nbest import NbestEntry, read_nbest
 from mosesrnn.formats.text_file import text_lines
 from mosesrnn.io.compressed import atomic_text_output
 
-from .ini_format import parse_ini, read_ini_text, section_values
+from .ini_format import declared_features, parse_ini, read_ini_text
 from .mert_moses import MertSetupError, MosesTools, decode_command
 from .tools import describe_exit, format_command
 
@@ -33,16 +33,9 @@ CHECKED_SENTENCES = 2
 
 
 def nplm_feature_names(ini: str) -> list[str]:
-    """The names of the NPLM features of ``ini`` (``name=``, else Moses' default: the type and its index)."""
-    names, seen = [], {}
-    for line in section_values(parse_ini(read_ini_text(ini)), "feature"):
-        feature_type, *tokens = line.value.split()
-        index = seen.get(feature_type, 0)
-        seen[feature_type] = index + 1
-        if feature_type in NPLM_FEATURES:
-            args = dict(token.partition("=")[::2] for token in tokens)
-            names.append(args.get("name", f"{feature_type}{index}"))
-    return names
+    """The names Moses gives the NPLM features of ``ini``."""
+    return [feature.name for feature in declared_features(parse_ini(read_ini_text(ini)))
+            if feature.type in NPLM_FEATURES]
 
 
 def heap_disagreements(first: Sequence[NbestEntry], second: Sequence[NbestEntry], names: Sequence[str]) -> list[str]:

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from conftest import DATA, TESTS, built_program
 from scoring_helpers import save_tiny_model
 
+from moses_integration.ini_format import MosesIniError
 from moses_integration.neural_lm import add_neural_lm
 from moses_integration.nplm_check import HEAPS
 from mosesrnn.cli import main
@@ -278,6 +279,22 @@ def test_moses_ini_adds_a_neural_lm_feature_and_its_weight():
     added = [row for row in text.splitlines() if row not in ini.splitlines()]
     assert added == ["NeuralLM name=NeuralLM0 factor=0 order=7 path=/abs/lm.nplm", "NeuralLM0= 0.1"]
     assert text.index("NeuralLM name=") < text.index("[weight]") < text.index("NeuralLM0= 0.1")
+
+
+@pytest.mark.parametrize("existing, refused", [("NeuralLM factor=0 order=5 path=/lm.nplm", True),
+                                               ("NeuralLM name=CSLM factor=0 order=5 path=/lm.nplm", False),
+                                               ("KENLM name=NeuralLM0 factor=0 order=5 path=/lm.arpa", True)])
+def test_a_second_neural_lm_is_refused_only_where_moses_would_see_two_of_one_name(existing, refused):
+    """Moses names an unnamed feature by its type and the unnamed ones of that type before it: an unnamed
+    NeuralLM already is NeuralLM0, a named one is not."""
+    ini = (DATA / "moses" / "tatoeba-en-fr.moses.ini").read_text(encoding="utf-8").replace(
+        "[weight]", f"{existing}\n[weight]", 1)
+    line_no = ini.splitlines().index(existing) + 1
+    if refused:
+        with pytest.raises(MosesIniError, match=rf"^moses.ini:{line_no}: there is already a feature NeuralLM0$"):
+            add_neural_lm(ini, "/abs/lm.nplm", 7, 0.1)
+    else:
+        assert "NeuralLM name=NeuralLM0 factor=0 order=7" in add_neural_lm(ini, "/abs/lm.nplm", 7, 0.1)[0]
 
 
 # -- the real NPLM and Moses -----------------------------------------------------------------------

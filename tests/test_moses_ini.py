@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from moses_integration.ini_format import MosesIniError, parse_ini, phrase_tables, read_weights
+from moses_integration.ini_format import MosesIniError, declared_features, parse_ini, phrase_tables, read_weights
 from moses_integration.ini_update import rewrite_ini, update_moses_ini
 from moses_integration.new_columns import DEFAULT_WEIGHTS, new_column_weights, scored_columns
 from mosesrnn.cli.moses import moses_ini
@@ -237,6 +237,18 @@ def test_golden_outputs(ini, table, feature, golden, tmp_path, monkeypatch):
     update_moses_ini(str(DATA / ini), local_table, "new.ini", weights=ADDED, feature=feature)
     assert (tmp_path / "new.ini").read_bytes() == (DATA / "golden" / golden).read_bytes()
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+
+
+def test_features_are_named_as_moses_names_them():
+    """FeatureFunction::ParseLine: ``name=``, else the type and a count of the unnamed ones of that type before it."""
+    text = "[feature]\nNeuralLM name=CSLM order=5\nNeuralLM order=3\nKENLM order=5\nNeuralLM\n" \
+           "BilingualNPLM name=NeuralLM1\n[weight]\nCSLM= 0.1\n"
+    features = declared_features(parse_ini(text))
+    assert [(f.type, f.name, f.line.number) for f in features] == [
+        ("NeuralLM", "CSLM", 2), ("NeuralLM", "NeuralLM0", 3), ("KENLM", "KENLM0", 4), ("NeuralLM", "NeuralLM1", 5),
+        ("BilingualNPLM", "NeuralLM1", 6)]
+    assert features[1].args == {"order": "3"}
+    assert [table.name for table in phrase_tables(parse_ini(MINI_INI.read_text()))] == ["PhraseDictionaryMemory0"]
 
 
 def test_mini_system_matches_what_moses_loaded():

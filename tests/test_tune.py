@@ -597,9 +597,9 @@ def test_the_joint_model_tunes_inside_the_decoder_with_real_moses(tmp_path):
 def test_the_nplm_features_are_named_as_moses_names_them(tmp_path):
     ini = tmp_path / "moses.ini"
     ini.write_text(INI.read_text(encoding="utf-8").replace(
-        "[weight]", "NeuralLM factor=0 order=5 path=/lm.nplm\nBilingualNPLM name=Joint order=4 source_window=2 "
-        "path=/b.nplm\nNeuralLM factor=0 order=3 path=/lm3.nplm\n[weight]"), encoding="utf-8")
-    assert nplm_feature_names(str(ini)) == ["NeuralLM0", "Joint", "NeuralLM1"]
+        "[weight]", "NeuralLM name=CSLM factor=0 order=5 path=/lm.nplm\nBilingualNPLM name=Joint order=4 "
+        "source_window=2 path=/b.nplm\nNeuralLM factor=0 order=3 path=/lm3.nplm\n[weight]"), encoding="utf-8")
+    assert nplm_feature_names(str(ini)) == ["CSLM", "Joint", "NeuralLM0"]
     assert nplm_feature_names(str(INI)) == []
 
 

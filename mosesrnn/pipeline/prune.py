@@ -30,11 +30,10 @@ import dataclasses
 import math
 import os
 import re
-from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
-from moses_integration.ini_format import parse_ini, read_ini_text, read_weights, section_values
+from moses_integration.ini_format import declared_features, is_phrase_table, parse_ini, read_ini_text, read_weights
 
 from ..formats.phrase_table import PhraseEntry, PhraseTableError, count_scores, format_line, read_entries
 from ..formats.sidecar import Sidecar, SidecarError, read_table_sidecar, write_sidecar
@@ -331,21 +330,12 @@ def _phrase_table_weights(ini: str, table: str, feature: str | None, encoding: s
 
 
 def _phrase_tables(ini: str) -> list[str] | None:
-    """The names of the phrase-table features a moses.ini declares in ``[feature]`` (a feature without ``name=``
-    is named as Moses names it: its type and a counter, ``PhraseDictionaryMemory0``); None without a
+    """The names Moses gives the phrase-table features a moses.ini declares in ``[feature]``; None without a
     ``[feature]`` section (a file of weight lines)."""
     lines = parse_ini(read_ini_text(ini))
     if not any(line.section == "feature" for line in lines):
         return None
-    names, unnamed = [], Counter()
-    for line in section_values(lines, "feature"):
-        kind, *arguments = line.value.split()
-        name = dict(argument.partition("=")[::2] for argument in arguments).get("name")
-        if name is None:
-            name, unnamed[kind] = f"{kind}{unnamed[kind]}", unnamed[kind] + 1
-        if kind.startswith("PhraseDictionary") or kind in ("ProbingPT", "Mmsapt"):
-            names.append(name)
-    return names
+    return [feature.name for feature in declared_features(lines) if is_phrase_table(feature)]
 
 
 def write_pruned_sidecar(table: str, output: str, ranking: Ranking, selection: Selection,
