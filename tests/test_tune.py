@@ -551,6 +551,77 @@ def test_a_report_travels_with_its_folder(tmp_path, fake_moses, model, monkeypat
     assert "| Δ vs system |" in result.stdout
 
 
+def _tune_into(folder: Path, args: list[str], *options: tuple[str, str]) -> list[str]:
+    """``args`` tuning into ``folder``, each of ``options`` (``(name, value)``) set or added."""
+    args = list(args)
+    for name, value in (("--work-dir", str(folder)), *options):
+        if name in args:
+            args[args.index(name) + 1] = value
+        else:
+            args += [name, value]
+    return args
+
+
+def test_another_tunings_runs_are_taken_not_run_again(tmp_path, fake_moses, model):
+    """--runs-from: the finished Moses MERT runs of the same moses.ini, their decodes and n-best lists (and their
+    control: the same lists through the same MERT) are linked, so a new rescoring costs no decoding; what the lender
+    lacks (the baseline's n-best lists) is decoded here, into this folder, and nothing is written through a link."""
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "2")
+    assert CliRunner().invoke(main, first).exit_code == 0
+    lender, again = tmp_path / "work", tmp_path / "again"
+    before = {path: path.read_bytes() for path in lender.rglob("*") if path.is_file()}
+    done = len(calls(tmp_path))
+    args = _tune_into(again, first, ("--rescore-baseline", "unk"), ("--runs-from", str(lender)))
+    dry = CliRunner().invoke(main, args + ["--dry-run"])
+    assert dry.exit_code == 0 and dry.stdout.count(f"# linked to {lender}'s run (--runs-from): ") == 4, dry.output
+    assert "mert-moses.pl" not in dry.stdout and dry.stdout.count("-n-best-list") == 4  # the baseline's lists alone
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    new_calls = [call for call in calls(tmp_path)[done:] if not call.endswith("-show-weights")]
+    assert [call.split()[0] for call in new_calls] == ["moses"] * 4  # no MERT; two lists of each baseline run
+    assert all(f"{again}/baseline-run" in call for call in new_calls)
+    for name in ("system-run1", "system-run2.test.nbest", "system-run2.dev.nbest", "system-run1.retuned.weights",
+                 "baseline-run2", "baseline-run2.log"):
+        assert (again / name).is_symlink(), name
+    assert not (again / "baseline-run1.test.hyp").is_symlink() and (again / "baseline-run1.test.nbest").is_file()
+    assert {path: path.read_bytes() for path in lender.rglob("*") if path.is_file()} == before
+    old = {stage.name: stage for stage in read_report(str(lender / "report.json")).stages}
+    new = {stage.name: stage for stage in read_report(str(again / "report.json")).stages}
+    assert list(new) == ["baseline", "baseline-retuned", "baseline-rescored", "system", "retuned", "rescored"]
+    for name in old:
+        assert new[name].bleu == old[name].bleu, name
+    assert CliRunner().invoke(main, args).exit_code == 0  # the same command continues (here: finds it done)
+    assert len([call for call in calls(tmp_path)[done:] if not call.endswith("-show-weights")]) == 4
+
+
+def test_runs_from_another_kind_of_tuning_is_refused_before_any_work(tmp_path, fake_moses, model):
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, first).exit_code == 0
+    done = len(calls(tmp_path))
+    (tmp_path / "copy.fr").write_bytes((tmp_path / "test.fr").read_bytes())
+    (tmp_path / "empty").mkdir()
+    other_ini = tmp_path / "other.ini"
+    other_ini.write_bytes(INI.read_bytes() + b"\n")
+    lender = str(tmp_path / "work")
+    cases = [([("--test-ref", str(tmp_path / "copy.fr"))], lender, "tuned with other test_ref"),
+             ([("--maximum-iterations", "3")], lender, "tuned with other mert maximum_iterations"),
+             ([], str(tmp_path / "empty"), "no plan.json of a `mosesrnn tune` there"),
+             ([("--baseline", str(other_ini))], lender, None)]
+    for options, folder, problem in cases:
+        args = _tune_into(tmp_path / "again", first, *options, ("--runs-from", folder))
+        if problem is None:  # the baseline is new, the system is not: it is taken, the baseline tuned
+            dry = CliRunner().invoke(main, args + ["--dry-run"])
+            assert dry.exit_code == 0 and dry.stdout.count("mert-moses.pl") == 1, dry.output
+            continue
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 1 and problem in result.output, (options, result.output)
+    args = _tune_into(tmp_path / "again", first, ("--baseline", str(other_ini)), ("--runs-from", lender))
+    args[3] = str(other_ini)
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and f"tuned none of {other_ini}, {other_ini}" in result.output, result.output
+    assert len(calls(tmp_path)) == done and not (tmp_path / "again").exists()
+
+
 def test_the_joint_model_tunes_inside_the_decoder_with_real_moses(tmp_path):
     """Issue 43's route on a real Moses built --with-nplm: the system has the joint model in the decoder
     (``moses-ini --bilm``), MERT tunes its weight beside the others, and a joint model of another direction rescores

@@ -22,7 +22,7 @@ from ..mert_moses import MertSettings, relative_paths
 
 __all__ = ["PLAN", "BASELINE", "SYSTEM", "RESCORED", "BASELINE_RESCORED", "RESCORED_STAGES", "RETUNED",
            "BASELINE_RETUNED", "CONTROLS", "CONTROL_STAGES", "RoutePlan", "RouteOptions", "StageFiles", "stage_files",
-           "plan_problems"]
+           "file_record", "plan_problems"]
 
 PLAN = "plan.json"
 BASELINE, SYSTEM, RESCORED, BASELINE_RESCORED = "baseline", "system", "rescored", "baseline-rescored"
@@ -49,7 +49,9 @@ class RoutePlan:
     """What to tune and how (see :mod:`moses_integration.route`). ``rescoring`` None: no rescoring stage for the system;
     ``baseline_rescoring`` None: none for the baseline. ``baseline_control``: the baseline's n-best lists are
     re-tuned without any new feature (its control, ``baseline-retuned``) even when they are not rescored, which
-    measures what a second tuning pass alone adds to the baseline (a rescored baseline always has its control)."""
+    measures what a second tuning pass alone adds to the baseline (a rescored baseline always has its control).
+    ``runs_from``: another tuning's folder whose finished Moses MERT runs of the same moses.ini are taken (linked),
+    not run again (:mod:`~moses_integration.route.reuse`); it changes no number, so the plan does not record it."""
 
     dev_src: str
     dev_ref: str
@@ -66,6 +68,7 @@ class RoutePlan:
     others: tuple[tuple[str, str], ...] = ()
     baseline_rescoring: FeatureOptions | None = None
     baseline_control: bool = False
+    runs_from: str | None = None
 
     def __post_init__(self):
         if (self.baseline_rescoring or self.baseline_control) and not self.baseline:
@@ -99,11 +102,11 @@ class RoutePlan:
     def record(self) -> dict:
         """What a continued tuning must share with the one it continues: the inputs (absolute, with their sizes)
         and every option that changes a number."""
-        files = {name: _file_record(getattr(self, name)) for name in ("dev_src", "dev_ref", "ini", "test_src",
+        files = {name: file_record(getattr(self, name)) for name in ("dev_src", "dev_ref", "ini", "test_src",
                                                                        "test_ref", "baseline")}
         record = {"files": files, "runs": self.runs, "rescoring": _rescoring_record(self.rescoring),
                   "nbest_size": self.nbest_size, "mert": asdict(self.mert), "tokenize": self.tokenize,
-                  "others": {name: _file_record(ini) for name, ini in self.others}}
+                  "others": {name: file_record(ini) for name, ini in self.others}}
         if self.baseline_rescoring:  # absent otherwise, so that the tunings before it continue
             record["baseline_rescoring"] = _rescoring_record(self.baseline_rescoring)
         if self.baseline_control:  # the same
@@ -163,11 +166,12 @@ def _rescoring_record(options: FeatureOptions | None) -> dict | None:
               and not (key in _ADDED_LATER and value == getattr(defaults, key))}
     for key in ("model", "reverse_model", "lm", "vocab", *_JOINT_OPTIONS):
         if key in record:
-            record[key] = _file_record(record[key])
+            record[key] = file_record(record[key])
     return record
 
 
-def _file_record(path: str | None):
+def file_record(path: str | None) -> list | None:
+    """How the plan records an input file: its absolute path and its size (None: no such file)."""
     if path is None:
         return None
     return [os.path.abspath(path), os.path.getsize(path) if os.path.isfile(path) else None]
@@ -257,7 +261,8 @@ def plan_problems(plan: RoutePlan, tools_missing: list[str]) -> list[str]:
             problems += rescoring_problems(rescoring)
             if plan.word_alignments(system) and os.path.isfile(ini) and os.path.getsize(ini):
                 problems += _alignment_problems(ini)
-    problems += _plan_record_problems(plan)
+    from .reuse import reuse_problems
+    problems += _plan_record_problems(plan) + reuse_problems(plan)
     return problems + tools_missing
 
 

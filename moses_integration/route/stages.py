@@ -32,6 +32,7 @@ from ..tools import format_command
 from .plan import PLAN, RoutePlan, StageFiles, stage_files
 from .report import build_report
 from .report_file import REPORT_JSON, REPORT_MD, RouteReport, markdown, write_report
+from .reuse import link_reused_runs, reused_files
 
 __all__ = ["run_route", "rescore_run", "dry_run_commands"]
 
@@ -46,6 +47,7 @@ def run_route(plan: RoutePlan, tools: MosesTools, log: Callable[[str], None]) ->
             check_nplm_reads_its_files(tools, ini, plan.dev_src, os.path.join(plan.work_dir, f"{system}-nplm-check"))
     with atomic_output(os.path.join(plan.work_dir, PLAN)) as stream:
         stream.write((json.dumps(plan.record(), indent=1) + "\n").encode("utf-8"))
+    link_reused_runs(plan, log)
     for system, ini in plan.systems():
         for run in range(1, plan.runs + 1):
             _run_system(plan, tools, system, ini, run, log)
@@ -153,12 +155,18 @@ def dry_run_commands(plan: RoutePlan, tools: MosesTools, problems: list[str]) ->
         retune, aligned = plan.retunes(system), plan.word_alignments(system)
         for run in range(1, plan.runs + 1):
             files = stage_files(plan, system, run)
-            mert = mert_command(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir)
-            lines.append(f"{format_command(mert)} > {files.mert_dir}.log 2>&1")
-            lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.test_src,
-                                                       files.test_nbest if retune else None, plan.nbest_size,
-                                                       aligned), files.test_hyp))
-            if retune:
+            lent = dict(reused_files(plan, system, run))
+            if lent:
+                lines.append(f"# linked to {plan.runs_from}'s run (--runs-from): "
+                             + ", ".join(os.path.basename(here) for here in lent))
+            else:
+                mert = mert_command(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir)
+                lines.append(f"{format_command(mert)} > {files.mert_dir}.log 2>&1")
+            if files.test_hyp not in lent:
+                lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.test_src,
+                                                           files.test_nbest if retune else None, plan.nbest_size,
+                                                           aligned), files.test_hyp))
+            if retune and files.dev_nbest not in lent:
                 lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.dev_src,
                                                            files.dev_nbest, plan.nbest_size, aligned), files.dev_hyp))
             if rescoring is not None:

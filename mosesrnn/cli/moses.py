@@ -233,6 +233,11 @@ def _other_joint_models(command):
 @click.option("--work-dir", default="tune", show_default=True, type=output_folder_writing(),
               help="Where the runs go (baseline-run1, system-run1, ...), with plan.json, report.md and report.json. "
                    "The same command continues a tuning stopped there.")
+@click.option("--runs-from", type=INPUT_FOLDER,
+              help="Another tuning's --work-dir (of the same dev and test sets, MERT settings and n-best size): its "
+                   "finished Moses MERT runs of the same moses.ini files, their test decodes and n-best lists are "
+                   "linked here, not run again, so new rescoring features cost no decoding. Lists without the word "
+                   "alignment a joint model needs are decoded again.")
 @click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
               help="Tuning runs per system: MERT is unstable, Clark et al. (2011) recommend at least 3.")
 @click.option("--rescore", "features", callback=check_feature_names, metavar="FEATURES",
