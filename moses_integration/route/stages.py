@@ -157,7 +157,7 @@ def dry_run_commands(plan: RoutePlan, tools: MosesTools, problems: list[str]) ->
             files = stage_files(plan, system, run)
             lent = dict(reused_files(plan, system, run))
             if lent:
-                lines.append(f"# linked to {plan.runs_from}'s run (--runs-from): "
+                lines.append(f"# linked to {lent[files.mert_dir]}'s files (--runs-from): "
                              + ", ".join(os.path.basename(here) for here in lent))
             else:
                 mert = mert_command(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir)
