@@ -595,6 +595,22 @@ def test_another_tunings_runs_are_taken_not_run_again(tmp_path, fake_moses, mode
     assert len([call for call in calls(tmp_path)[done:] if not call.endswith("-show-weights")]) == 4
 
 
+def test_runs_from_lists_without_word_alignments_lends_only_its_mert_runs(tmp_path, fake_moses, model):
+    """A joint model reads each hypothesis' word alignment: lists decoded without it are decoded again (with it),
+    and the test decode with them; only the MERT run is taken."""
+    from scoring_helpers import save_tiny_joint_model
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, first).exit_code == 0
+    lender = tmp_path / "work"
+    args = _tune_into(tmp_path / "again", first, ("--rescore", "bilm"), ("-m", model), ("--runs-from", str(lender)),
+                      ("--bilm", save_tiny_joint_model(str(tmp_path / "bilm.pt"))))
+    dry = CliRunner().invoke(main, args + ["--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert f"# linked to {lender}/system-run1's files (--runs-from): system-run1, system-run1.log\n" in dry.stdout
+    decodes = [line for line in dry.stdout.splitlines() if "system-run1" in line and "-n-best-list" in line]
+    assert len(decodes) == 2 and all("-print-alignment-info-in-n-best" in line for line in decodes)
+
+
 def test_runs_from_another_kind_of_tuning_is_refused_before_any_work(tmp_path, fake_moses, model):
     first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
     assert CliRunner().invoke(main, first).exit_code == 0
