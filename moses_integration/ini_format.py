@@ -29,7 +29,7 @@ from typing import Mapping, Sequence
 from mosesrnn.io.compressed import read_bytes
 
 __all__ = ["MosesIniError", "IniLine", "read_ini_text", "parse_ini", "section_values", "split_comment",
-           "replace_tokens", "Feature", "declared_features", "is_phrase_table", "PhraseTable", "phrase_tables",
+           "replace_tokens", "IniFeature", "declared_features", "is_phrase_table", "PhraseTable", "phrase_tables",
            "Weights", "read_weights", "weights_text", "replace_weights"]
 
 #: A weight line as mert-moses.pl writes it (``Name= v1 v2``); read with any blank after the ``=``.
@@ -122,7 +122,7 @@ class PhraseTable:
 
 
 @dataclass(frozen=True)
-class Feature:
+class IniFeature:
     """A ``[feature]`` line: the feature's type, the name Moses gives it, and its ``key=value`` arguments."""
 
     type: str
@@ -131,7 +131,7 @@ class Feature:
     line: IniLine
 
 
-def declared_features(lines: Sequence[IniLine]) -> list[Feature]:
+def declared_features(lines: Sequence[IniLine]) -> list[IniFeature]:
     """The features of ``[feature]`` in order, each named as Moses names it: its ``name=``, else its type and
     the count of the unnamed features of that type before it (``FeatureFunction::ParseLine``), so
     ``NeuralLM name=CSLM`` then ``NeuralLM`` give ``CSLM`` and ``NeuralLM0``."""
@@ -143,7 +143,7 @@ def declared_features(lines: Sequence[IniLine]) -> list[Feature]:
         if name is None:
             name = f"{feature_type}{unnamed[feature_type]}"
             unnamed[feature_type] += 1
-        features.append(Feature(feature_type, name, args, line))
+        features.append(IniFeature(feature_type, name, args, line))
     return features
 
 
@@ -155,7 +155,7 @@ def _int_arg(value: str | None, what: str, path: str, line_no: int) -> int | Non
     return int(value)
 
 
-def is_phrase_table(feature: Feature) -> bool:
+def is_phrase_table(feature: IniFeature) -> bool:
     """Whether a ``[feature]`` line declares a phrase table."""
     return feature.type.startswith("PhraseDictionary") or feature.type in ("ProbingPT", "Mmsapt")
 
