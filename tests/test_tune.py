@@ -574,7 +574,10 @@ def test_another_tunings_runs_are_taken_not_run_again(tmp_path, fake_moses, mode
     args = _tune_into(again, first, ("--rescore-baseline", "unk"), ("--runs-from", str(lender)))
     dry = CliRunner().invoke(main, args + ["--dry-run"])
     assert dry.exit_code == 0 and dry.stdout.count(f"# linked to {lender}/") == 4, dry.output
-    assert f"# linked to {lender}/system-run2's files (--runs-from): system-run2, system-run2.test.hyp" in dry.stdout
+    assert (f"# linked to {lender}/system-run2's files (--runs-from): system-run2, system-run2.dev.hyp, "
+            "system-run2.dev.hyp.log, system-run2.dev.nbest, system-run2.log, system-run2.retuned.test.hyp, "
+            "system-run2.retuned.weights, system-run2.test.hyp, system-run2.test.hyp.log, system-run2.test.nbest\n"
+            in dry.stdout)
     assert "mert-moses.pl" not in dry.stdout and dry.stdout.count("-n-best-list") == 4  # the baseline's lists alone
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
@@ -592,6 +595,8 @@ def test_another_tunings_runs_are_taken_not_run_again(tmp_path, fake_moses, mode
     for name in old:
         assert new[name].bleu == old[name].bleu, name
     assert CliRunner().invoke(main, args).exit_code == 0  # the same command continues (here: finds it done)
+    (again / "system-run1").unlink()  # linking stopped before the run's folder: the same command links the rest
+    assert CliRunner().invoke(main, args).exit_code == 0 and (again / "system-run1").is_symlink()
     assert len([call for call in calls(tmp_path)[done:] if not call.endswith("-show-weights")]) == 4
 
 

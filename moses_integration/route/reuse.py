@@ -59,7 +59,7 @@ def reused_files(plan: RoutePlan, system: str, run: int) -> list[tuple[str, str]
     there = StageFiles(os.path.join(plan.runs_from, f"{lender}-run{run}"))
     if not os.path.isfile(there.tuned_ini):
         return []
-    names = ["mert_dir"]
+    names = []
     if plan.retunes(system):
         lists = all(os.path.isfile(getattr(there, name)) for name in ("test_nbest", "dev_nbest"))
         if lists and (not plan.word_alignments(system) or _has_word_alignments(there.dev_nbest)):
@@ -68,9 +68,10 @@ def reused_files(plan: RoutePlan, system: str, run: int) -> list[tuple[str, str]
                 names += ["retuned_weights", "retuned_hyp"]
     elif os.path.isfile(there.test_hyp):
         names.append("test_hyp")
-    pairs = [(getattr(here, name), getattr(there, name)) for name in names]
-    logs = [(a + ".log", b + ".log") for a, b in pairs if a.endswith((".hyp", here.mert_dir))]
-    return [(a, b) for a, b in pairs + logs if os.path.lexists(b)]
+    pairs = [(getattr(here, name), getattr(there, name)) for name in names + ["mert_dir"]]
+    pairs = [(a + ".log", b + ".log") for a, b in pairs if a.endswith((".hyp", here.mert_dir))] + pairs
+    # the run's folder last: until it is linked, the run is not here, and a stopped linking starts again
+    return [(a, b) for a, b in pairs if os.path.lexists(b) and not os.path.lexists(a)]
 
 
 def link_reused_runs(plan: RoutePlan, log: Callable[[str], None]) -> None:
@@ -82,8 +83,8 @@ def link_reused_runs(plan: RoutePlan, log: Callable[[str], None]) -> None:
                 check_write(here)
                 os.symlink(os.path.relpath(there, os.path.dirname(here)), here)
             if files:
-                log(f"{system} run {run}/{plan.runs}: taken from {files[0][1]} "
-                    f"({', '.join(os.path.basename(there) for _, there in files[1:]) or 'its MERT run alone'})")
+                log(f"{system} run {run}/{plan.runs}: taken from {files[-1][1]} "
+                    f"({', '.join(sorted(os.path.basename(here) for here, _ in files))})")
 
 
 def _saved_plan(folder: str) -> dict | None:

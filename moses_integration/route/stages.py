@@ -158,7 +158,7 @@ def dry_run_commands(plan: RoutePlan, tools: MosesTools, problems: list[str]) ->
             lent = dict(reused_files(plan, system, run))
             if lent:
                 lines.append(f"# linked to {lent[files.mert_dir]}'s files (--runs-from): "
-                             + ", ".join(os.path.basename(here) for here in lent))
+                             + ", ".join(sorted(os.path.basename(here) for here in lent)))
             else:
                 mert = mert_command(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir)
                 lines.append(f"{format_command(mert)} > {files.mert_dir}.log 2>&1")
