@@ -30,9 +30,12 @@ def reuse_problems(plan: RoutePlan) -> list[str]:
     MERT settings or n-best size, or none of the plan's moses.ini tuned there."""
     if plan.runs_from is None:
         return []
+    path = os.path.join(plan.runs_from, PLAN)
+    if not os.path.isfile(path):
+        return [f"--runs-from {plan.runs_from}: no {PLAN} of a `mosesrnn tune` there"]
     saved = _saved_plan(plan.runs_from)
     if saved is None:
-        return [f"--runs-from {plan.runs_from}: no {PLAN} of a `mosesrnn tune` there"]
+        return [f"--runs-from {path}: not the plan `mosesrnn tune` writes (damaged, or of another program)"]
     current = plan.record()
     differing = [name for name in _SHARED if saved["files"].get(name) != current["files"][name]]
     differing += ["nbest_size"] if saved.get("nbest_size") != current["nbest_size"] else []
