@@ -141,18 +141,19 @@ def score_table(table: str, output: str, features: FeatureOptions = FeatureOptio
     """``mosesrnn score``: append the feature columns of ``features`` to every line of a phrase table.
 
     The options are those of ``mosesrnn score --help`` (``workers`` None: as many as the table's size and the
-    machine's cores repay, :func:`~mosesrnn.pipeline.workers.default_workers`; with workers and no ``threads``
-    the model gets the cores the workers leave). Returns a
+    machine's cores repay, :func:`~mosesrnn.pipeline.workers.default_workers`; more than the cores are capped,
+    with a warning; with workers and no ``threads`` the model gets the cores the workers leave). Returns a
     :class:`~mosesrnn.pipeline.score.ScoreSummary`; warnings about the table (scored already, the
     other direction) go to the ``mosesrnn`` logger.
     """
     from .features.selection import select_features
     from .pipeline.score import score_table as run
     from .pipeline.shards import ShardSpec
-    from .pipeline.workers import default_workers
+    from .io.compressed import estimated_text_size
+    from .pipeline.workers import default_workers, worker_count
     shard_spec = ShardSpec.parse(shard)
-    if workers is None:
-        workers = default_workers(None if table == "-" else os.path.getsize(table))
+    workers = (default_workers(None if table == "-" else estimated_text_size(table)) if workers is None
+               else worker_count(workers))
     selected = select_features(features, tables=True)
     if workers and features.threads is None:  # the workers' cores are not torch's
         import torch

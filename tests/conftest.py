@@ -17,7 +17,8 @@ import weakref
 from pathlib import Path
 
 import pytest
-from isal import igzip_threaded
+
+from mosesrnn.io.gzip_stream import GzipReader, GzipWriter
 
 TESTS = Path(__file__).parent
 DATA = TESTS / "data"
@@ -72,8 +73,8 @@ _SERIALS = itertools.count(1)
 
 @pytest.fixture(scope="session")
 def _gzip_streams():
-    """Every threaded gzip stream (python-isal's reader and writer) opened while the tests run, with its serial
-    number, held weakly."""
+    """Every threaded gzip stream (mosesrnn.io.gzip_stream's reader and writer) opened while the tests run, with
+    its serial number, held weakly."""
     opened: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def registering(init):
@@ -84,7 +85,7 @@ def _gzip_streams():
         return __init__
 
     with pytest.MonkeyPatch.context() as patch:
-        for stream in (igzip_threaded._ThreadedGzipReader, igzip_threaded._ThreadedGzipWriter):
+        for stream in (GzipReader, GzipWriter):
             patch.setattr(stream, "__init__", registering(stream.__init__))
         yield opened
 
@@ -101,16 +102,14 @@ def _young_garbage_only():
 
 
 def _reading_thread(thread: threading.Thread) -> bool:
-    target = getattr(thread, "_target", None)  # set until the thread ends
-    return thread.name.startswith("mosesrnn-") or getattr(target, "__module__", "").startswith("isal.")
+    return thread.name.startswith("mosesrnn-")
 
 
 @pytest.fixture(autouse=True)
 def no_reader_left_open(_gzip_streams, _young_garbage_only):
     """Fail a test that leaves a reader open for the garbage collector to close (see :mod:`mosesrnn.io.readers`).
 
-    After the test: a threaded gzip stream it opened and did not close, or a reading or writing thread (isal's,
-    mosesrnn's) still running after :data:`THREAD_GRACE`, fails it here; a garbage collection then finalises what
+    After the test: a threaded gzip stream it opened and did not close, or a reading or writing thread (mosesrnn's) still running after :data:`THREAD_GRACE`, fails it here; a garbage collection then finalises what
     it left, so that a :class:`~mosesrnn.io.readers.Reader` collected unclosed warns ResourceWarning within this
     test (an error: setup.cfg), and nothing it left is closed later, in another test's thread.
     """

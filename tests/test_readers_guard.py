@@ -61,7 +61,7 @@ def test_a_reader_left_open_fails_the_test_that_left_it(tmp_path):
     failed = dict(re.findall(r"^(?:ERROR|FAILED) test_leaks\.py::(\w+) - (.*)$", run.stdout, re.MULTILINE))
     assert sorted(failed) == ["test_gzip_left_in_a_cycle", "test_plain_left_to_be_dropped",
                               "test_thread_left_running"], report
-    assert "_ThreadedGzipReader over 'table.gz' not closed" in failed["test_gzip_left_in_a_cycle"], report
+    assert "GzipReader over 'table.gz' not closed" in failed["test_gzip_left_in_a_cycle"], report
     assert "Exception ignored in: <function Reader.__del__" in failed["test_plain_left_to_be_dropped"], report
     assert "ResourceWarning: TableReader left open before its end" in report
     assert "thread mosesrnn-reader still running" in failed["test_thread_left_running"], report

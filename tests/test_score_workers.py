@@ -16,7 +16,10 @@ from mosesrnn.formats.phrase_table import PhraseTableError, read_entries
 from mosesrnn.pipeline.score import score_table
 from mosesrnn.pipeline.shards import ShardSpec
 from mosesrnn.pipeline.table_chunks import RawChunk, TableChunks, parse_chunk
-from mosesrnn.pipeline.workers import ChunkText, WorkerError, WorkerPool, default_workers
+from mosesrnn.io.compressed import estimated_text_size
+from mosesrnn.io.job import Job
+from mosesrnn.io.roles import input_file
+from mosesrnn.pipeline.workers import ChunkText, WorkerDied, WorkerError, WorkerPool, default_workers, worker_count
 from mosesrnn.text.id_arrays import id_arrays
 
 torch.set_num_threads(1)
@@ -117,11 +120,21 @@ def test_ids_in_bulk_equal_the_codec_phrase_by_phrase(features):
 
 def test_a_dead_worker_is_an_error_not_a_wait(features):
     text_work = ChunkText(TABLE, "utf-8", 5, tuple(feature.encoder for feature in features), (9, None))
-    with pytest.raises(WorkerError, match="died"):
+    with pytest.raises(WorkerDied, match=r"worker 1 of 1 died \(killed by SIGKILL\): out of memory\?"):
         with WorkerPool(1, text_work) as pool:
-            os.kill(pool._processes[0].pid, signal.SIGKILL)
+            os.kill(pool._workers[0].process.pid, signal.SIGKILL)
             pool.encode(0, RawChunk(1, 1, b"a ||| b ||| 1 2 3 4 5\n"))
             pool.encoded(0)
+
+
+def test_a_failing_worker_sends_its_traceback():
+    text_work = ChunkText(TABLE, "utf-8", 5, (len,), (9,))
+    with WorkerPool(1, text_work) as pool:
+        pool.encode(0, RawChunk(1, 1, b"a ||| b ||| 1 2 3 4 5\n"))
+        pool.encoded(0)
+        pool.format(0, [["not a number"]])
+        with pytest.raises(WorkerError, match=r"a worker failed on chunk 1:\n.*Traceback"):
+            pool.formatted(0)
 
 
 def test_workers_by_default_one_a_core_but_one_and_none_for_a_small_table():
@@ -129,6 +142,20 @@ def test_workers_by_default_one_a_core_but_one_and_none_for_a_small_table():
     assert default_workers(1 << 30, cores=16) == 8
     assert default_workers(1 << 30, cores=2) == 1
     assert default_workers(None, cores=1) == 0
+
+
+def test_the_size_that_chooses_the_workers_is_the_texts_not_the_gzips(tmp_path):
+    text = "".join(f"s{i} ||| t{i} ||| 0.5 0.5\n" for i in range(200_000)).encode("utf-8")
+    table = tmp_path / "table.gz"
+    table.write_bytes(gzip.compress(text, compresslevel=1))
+    with Job([(input_file(), str(table))]):
+        estimate = estimated_text_size(str(table))
+    assert table.stat().st_size < 8 << 20 < len(text) * 2 and abs(estimate - len(text)) < len(text) * 0.2
+
+
+def test_workers_are_capped_at_the_cores(caplog):
+    assert worker_count(3, cores=2) == 2 and "--workers 3 capped at 2" in caplog.text
+    assert worker_count(2, cores=2) == 2
 
 
 @pytest.mark.parametrize("texts", [

@@ -62,7 +62,8 @@ main.sections = [(title, [c.name for c in commands]) for title, commands in SECT
 
 
 def run() -> None:
-    """The ``mosesrnn`` program: :func:`main`, ending with exit status 130 when a run was interrupted.
+    """The ``mosesrnn`` program: :func:`main`, ending with exit status 130 (143 after SIGTERM) when a run was
+    interrupted.
 
     CPython 3.11 ends a process by SIGINT, whatever its exit status, once a KeyboardInterrupt has
     passed through ``exec`` of a string (dataclasses and namedtuple do that while modules import), so
@@ -71,9 +72,9 @@ def run() -> None:
     try:
         main()
     except SystemExit as stop:
-        if stop.code == 130:
+        if stop.code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(OSError, ValueError):
                     stream.flush()
-            os._exit(130)
+            os._exit(stop.code)
         raise

@@ -12,6 +12,7 @@ import click
 from ..io.atomic import describe_os_error
 from ..io.job import Interrupted, Job
 from ..io.roles import Role
+from ..io.signals import interrupted_status
 from ..runtime import DEVICES, DTYPES
 from .paths import PathParam
 
@@ -96,9 +97,10 @@ class Command(click.Command):
     Before the body runs, the :class:`~mosesrnn.io.job.Job` is built from the parameters whose types are
     :class:`~mosesrnn.cli.paths.PathParam` (``derive``, given, first fills the paths that default to
     others: ``binarize``'s output from its table). Bad input, refused outputs and failed reads or
-    writes (ValueError and its kinds: file:line errors, model-file errors, locks; OSError; a
-    subclass's ``user_errors``) become one line on stderr and exit status 1; an interrupted run says
-    what it kept and exits with 130. Other exceptions are bugs and keep their traceback.
+    writes (ValueError and its kinds: file:line errors, model-file errors, locks; OSError, a dead worker
+    process included; a subclass's ``user_errors``) become one line on stderr and exit status 1; an
+    interrupted run says what it kept and exits with 130 (Ctrl-C) or 143 (SIGTERM). Other exceptions
+    are bugs and keep their traceback.
     """
 
     user_errors: tuple[type[BaseException], ...] = (ValueError, OSError)
@@ -133,10 +135,10 @@ class Command(click.Command):
             raise
         except Interrupted as stop:
             click.echo(f"mosesrnn: {stop}", err=True)
-            ctx.exit(130)
+            ctx.exit(interrupted_status())
         except KeyboardInterrupt:
             click.echo("mosesrnn: interrupted", err=True)
-            ctx.exit(130)
+            ctx.exit(interrupted_status())
         except EOFError as error:  # click would take it for Ctrl-D and say only "Aborted!"
             raise click.ClickException(f"a file ended too early: {error}") from None
         except self.user_errors as error:
@@ -185,11 +187,11 @@ def load_model(model_path: str, device: str = "auto", threads: int | None = None
 
 
 def end_training(summary: str, stop_reason: str) -> None:
-    """A training command's last word: its one summary line on stdout, and exit status 130 when Ctrl-C or SIGTERM
-    stopped the run (its state saved: the same command continues it)."""
+    """A training command's last word: its one summary line on stdout, and exit status 130 (Ctrl-C) or 143
+    (SIGTERM) when a signal stopped the run (its state saved: the same command continues it)."""
     click.echo(summary)
     if stop_reason == "interrupted":
-        raise SystemExit(130)
+        raise SystemExit(interrupted_status())
 
 
 def parse_duration(text: str) -> float:

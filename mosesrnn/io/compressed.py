@@ -2,23 +2,24 @@
 
 Reading recognises gzip by its magic bytes (not by the name), so ``table.gz``, a gzipped table
 named otherwise and a plain one all read the same way; decompression runs on its own thread
-(python-isal), so it overlaps with the caller's work. Writing compresses when the name ends in
-``.gz``, at level 1 (phrase tables are large and written once).
+(:mod:`mosesrnn.io.gzip_stream`: python-isal, or zlib where isal is missing), so it overlaps with the
+caller's work. Writing compresses when the name ends in ``.gz``, at level 1 (phrase tables are large
+and written once).
 """
 from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
 from typing import BinaryIO, Iterator
 
-from isal import igzip_threaded
-
 from .atomic import atomic_file
 from .declared import check_read
+from .gzip_stream import GzipReader, GzipWriter, inflated_size
 
 __all__ = ["GZIP_MAGIC", "is_gzip_name", "decompressed", "open_input", "read_bytes", "open_raw", "read_head",
-           "compressed", "atomic_output", "atomic_text_output", "count_lines"]
+           "compressed", "atomic_output", "atomic_text_output", "count_lines", "estimated_text_size"]
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -37,7 +38,7 @@ def decompressed(raw: BinaryIO) -> Iterator[BinaryIO]:
     if not hasattr(raw, "peek"):
         raw = io.BufferedReader(raw)
     if raw.peek(2)[:2] == GZIP_MAGIC:
-        with igzip_threaded.open(raw, "rb", threads=1) as stream:
+        with io.BufferedReader(GzipReader(raw), 1 << 17) as stream:
             yield stream
     else:
         yield raw
@@ -82,7 +83,7 @@ def read_head(path: str, size: int) -> bytes:
 def compressed(raw: BinaryIO, path: str) -> Iterator[BinaryIO]:
     """A stream over ``raw`` that gzips what is written if ``path`` ends in ``.gz``, else ``raw``."""
     if is_gzip_name(path):
-        with igzip_threaded.open(raw, "wb", compresslevel=1, threads=1) as stream:
+        with io.BufferedWriter(GzipWriter(raw, level=1), 1 << 17) as stream:
             yield stream
     else:
         yield raw
@@ -96,6 +97,18 @@ def count_lines(path: str, block_size: int = 1 << 22) -> int:
             lines += block.count(b"\n")
             last = block[-1:]
     return lines + (last != b"\n")
+
+
+def estimated_text_size(path: str, sample: int = 1 << 20) -> int:
+    """The bytes of text in a declared input: its size, or for gzip its size times the ratio of its first
+    ``sample`` compressed bytes (exact for a file that small)."""
+    with open_raw(path) as raw:
+        head = raw.read(sample)
+        size = os.fstat(raw.fileno()).st_size
+    if head[:2] != GZIP_MAGIC:
+        return size
+    inflated, consumed = inflated_size(head)
+    return round(size * inflated / consumed) if consumed else size
 
 
 @contextlib.contextmanager

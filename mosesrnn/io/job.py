@@ -27,7 +27,7 @@ and locks them.
 While the job runs, Ctrl-C and SIGTERM (a scheduler's preemption, ``kill``) raise
 KeyboardInterrupt, also in a process started with SIGINT ignored (a script's background job);
 an interruption leaves the job as :class:`Interrupted`, whose message says what was kept (exit
-status 130). Outputs themselves are written whole or not at all by the atomic writers; ``-``
+status 130 after Ctrl-C, 143 after SIGTERM: :func:`mosesrnn.io.signals.interrupted_status`). Outputs themselves are written whole or not at all by the atomic writers; ``-``
 (stdin, stdout) and special files (``/dev/null``, a FIFO) are used directly and neither locked
 nor checked.
 """
@@ -46,6 +46,7 @@ from .atomic import is_special_file
 from .declared import UndeclaredFileError, check_read, check_write
 from .locks import OutputLock, command_line
 from .roles import Role
+from .signals import interrupting, record_signal
 
 __all__ = ["Job", "Interrupted", "UndeclaredFileError", "check_read", "check_write", "declares"]
 
@@ -142,8 +143,8 @@ class Job:
             self._clean_up(failed=True)
             raise
         if threading.current_thread() is threading.main_thread():
-            self._signals = {sig: signal.signal(sig, signal.default_int_handler)
-                             for sig in (signal.SIGINT, signal.SIGTERM)}
+            record_signal(None)
+            self._signals = {sig: signal.signal(sig, interrupting) for sig in (signal.SIGINT, signal.SIGTERM)}
         declared.enter(self)
         return self
 

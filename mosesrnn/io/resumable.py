@@ -18,17 +18,15 @@ import os
 import sys
 from typing import BinaryIO
 
-from isal import isal_zlib
-
 from .atomic import atomic_file, is_special_file
 from .compressed import is_gzip_name
 from .declared import check_write
+from .gzip_stream import gzip_compressor
 from .json_file import parse_json
 
 __all__ = ["ResumeError", "ResumableOutput", "StreamOutput", "open_output"]
 
 log = logging.getLogger(__name__)
-_GZIP_WBITS = 16 + 15  # a gzip header and trailer; zlib writes mtime 0, so members are reproducible
 
 
 class ResumeError(ValueError):
@@ -90,7 +88,7 @@ class ResumableOutput:
         """Append ``data`` (compressed for ``*.gz``)."""
         if self._compress:
             if self._compressor is None:
-                self._compressor = isal_zlib.compressobj(1, isal_zlib.DEFLATED, _GZIP_WBITS)
+                self._compressor = gzip_compressor(1)
             data = self._compressor.compress(data)
         self._raw.write(data)
 

@@ -10,6 +10,10 @@ training to stop, a second interrupts it, SIGTERM's default ends the process).
 
 Deferrals nest (the outermost delivers); in a thread other than the main one, where Python runs no
 signal handler, it does nothing.
+
+Which signal stopped a run decides its exit status, as a shell reports a process a signal ended:
+:func:`record_signal` notes it (the handlers of :mod:`mosesrnn.io.job` and the training loop call it),
+:func:`interrupted_status` gives 128 + its number — 130 after Ctrl-C, 143 after SIGTERM.
 """
 from __future__ import annotations
 
@@ -18,10 +22,27 @@ import signal
 import threading
 from typing import Iterator
 
-__all__ = ["signals_deferred"]
+__all__ = ["signals_deferred", "interrupting", "record_signal", "interrupted_status"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _holding: list[list[int]] = []  # the signals held by the deferral in force (at most one)
+_received: list[int] = []  # the last interrupting signal of this process, if one came
+
+
+def record_signal(signum: int | None) -> None:
+    """Note ``signum`` as the signal that stops the run (None: forget the last one, as a new run starts)."""
+    _received[:] = [] if signum is None else [signum]
+
+
+def interrupting(signum: int, frame) -> None:
+    """A signal handler: note the signal and interrupt the main thread (KeyboardInterrupt), as Ctrl-C does."""
+    record_signal(signum)
+    raise KeyboardInterrupt
+
+
+def interrupted_status() -> int:
+    """The exit status of an interrupted run: 128 + the signal that stopped it (130 when none was noted)."""
+    return 128 + (_received[0] if _received else signal.SIGINT)
 
 
 @contextlib.contextmanager

@@ -33,7 +33,7 @@ from .preflight import check_run, first_chunk_warnings, table_warnings
 from .shards import ShardSpec
 from .streams import ChunkWriter, prefetch
 from .table_chunks import RawChunk, TableChunks, parse_chunk
-from .workers import ChunkText, WorkerPool
+from .workers import ChunkText, WorkerDied, WorkerPool
 
 __all__ = ["ScoreSummary", "ScoreInterrupted", "score_table", "signature"]
 
@@ -67,15 +67,18 @@ class ScoreInterrupted(Interrupted):
     """The run was stopped (Ctrl-C, SIGTERM); after a checkpoint at ``next_line``, the same command continues it."""
 
     def __init__(self, output_path: str, next_line: int | None, lines: int, resumable: bool = True):
-        if not resumable:
-            where = "the output is not a regular file, so there is nothing to resume"
-        elif next_line is None:
-            where = f"stopped before the first checkpoint: nothing kept, {output_path} not written"
-        else:
-            where = (f"{lines:,} lines done and kept in {output_path}.part; run the same command to continue "
-                     f"at line {next_line}")
+        where = (_kept(output_path, {"next_line": next_line, "lines": lines} if next_line else None) if resumable
+                 else "the output is not a regular file, so there is nothing to resume")
         super().__init__(f"interrupted: {where}")
         self.next_line, self.lines = next_line, lines
+
+
+def _kept(output_path: str, recorded: dict | None) -> str:
+    """What a stopped run kept: the lines of its last checkpoint, and where the same command continues."""
+    if recorded is None:
+        return f"stopped before the first checkpoint: nothing kept, {output_path} not written"
+    return (f"{recorded['lines']:,} lines done and kept in {output_path}.part; run the same command to continue "
+            f"at line {recorded['next_line']}")
 
 
 def score_table(input_path: str, output_path: str, features: Sequence[Feature], *,
@@ -121,6 +124,10 @@ def score_table(input_path: str, output_path: str, features: Sequence[Feature], 
         output.abandon(keep=recorded is not None)
         raise ScoreInterrupted(output_path, recorded and recorded["next_line"],
                                recorded["lines"] if recorded else 0, resumable) from None
+    except WorkerDied as death:  # a crash of a helper: the checkpoints stay, the same command continues
+        recorded = output.recorded if isinstance(output, ResumableOutput) else None
+        output.abandon(keep=recorded is not None)
+        raise WorkerDied(death.name, death.exitcode, _kept(output_path, recorded)) from None
     except BaseException as error:
         # Bad input or a failed write (disk full) leaves nothing; a crash keeps the checkpoints.
         output.abandon(keep=not isinstance(error, (PhraseTableError, OSError)))

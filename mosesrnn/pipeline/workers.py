@@ -7,40 +7,58 @@ runs it in ``count`` processes (spawned: no thread, CUDA context or open file of
 ``n`` goes to worker ``n % count``, which parses and encodes it, keeps its entries, and formats them when the
 columns come back, so that only ids and values cross between processes.
 
-A worker ignores Ctrl-C (the parent stops the run and checkpoints); one that dies or fails is reported by
-:meth:`WorkerPool.encoded` and :meth:`WorkerPool.formatted` as an error, never as a wait without end.
+The processes are :class:`~mosesrnn.runtime.processes.Child` processes: they ignore Ctrl-C and SIGTERM (the
+parent stops the run and checkpoints), die with the parent, and one that dies is reported by
+:meth:`WorkerPool.encoded` and :meth:`WorkerPool.formatted` at once (:class:`WorkerDied`), never as a wait
+without end; leaving the pool after an error kills them without waiting on any pipe.
 """
 from __future__ import annotations
 
-import multiprocessing
+import logging
 import os
-import queue
-import signal
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..formats.phrase_table import PhraseEntry, PhraseTableError, format_line, table_value
+from ..runtime.processes import Child, ChildDied, receive, spawned_children
 from .table_chunks import RawChunk, parse_chunk
 
-__all__ = ["ChunkText", "WorkerPool", "WorkerError", "default_workers"]
+__all__ = ["ChunkText", "WorkerPool", "WorkerError", "WorkerDied", "default_workers", "worker_count"]
 
-#: Seconds between checks that every worker is alive, while the parent waits for a result.
-_ALIVE_CHECK = 1.0
+log = logging.getLogger(__name__)
+
+#: Seconds the parent waits for a chunk from a live worker that sends nothing at all before it gives up on it.
+STALL_SECONDS = 600.0
 
 
-def default_workers(input_bytes: int | None, cores: int | None = None) -> int:
-    """The ``--workers`` of a table of ``input_bytes`` (None: a stream): one process a core beside the one
-    that owns the models, at most 8; none for a table under 8 MB, whose few chunks would not repay the
+def default_workers(table_bytes: int | None, cores: int | None = None) -> int:
+    """The ``--workers`` of a table of ``table_bytes`` uncompressed (None: a stream): one process a core beside
+    the one that owns the models, at most 8; none for a table under 8 MB, whose few chunks would not repay the
     workers' start (about a second each)."""
     cores = cores or len(os.sched_getaffinity(0))
-    if input_bytes is not None and input_bytes < 8 << 20:
+    if table_bytes is not None and table_bytes < 8 << 20:
         return 0
     return max(0, min(cores - 1, 8))
 
 
+def worker_count(requested: int, cores: int | None = None) -> int:
+    """``requested`` workers, capped (with a warning) at the cores this process may run on: a worker is a whole
+    interpreter (about 60 MB), and more of them than cores only take turns."""
+    cores = cores or len(os.sched_getaffinity(0))
+    if requested > cores:
+        log.warning("warning: --workers %d capped at %d, the cores this process may use", requested, cores)
+        return cores
+    return requested
+
+
 class WorkerError(RuntimeError):
-    """A worker process failed (not because of the table: that raises PhraseTableError) or died."""
+    """A worker process failed on a chunk (a bug: the message holds its traceback), or stopped answering."""
+
+
+class WorkerDied(ChildDied):
+    """A worker process died (killed, out of memory): an error of the run, in one line, with what the run kept."""
 
 
 @dataclass(frozen=True)
@@ -65,71 +83,52 @@ class ChunkText:
         return "".join(format_line(entry, values) for entry, values in zip(entries, zip(*texts))).encode("utf-8")
 
 
-def _serve(text: ChunkText, inbox, results) -> None:
+def _serve(messages, reply, text: ChunkText) -> None:
     """A worker's loop: ("encode", n, RawChunk) -> ("encoded", n, (lines, payloads)); ("format", n, columns) ->
-    ("formatted", n, bytes); None, or the parent's death, ends it. A bad line is sent as ("bad", n, (path, line,
-    problem))."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # What the parent has not read when the worker ends, it will never ask for: leaving never waits on a full pipe.
-    results.cancel_join_thread()
-    parent = os.getppid()
+    ("formatted", n, bytes). A bad line is sent as ("bad", n, (path, line, problem)), any other failure as
+    ("failed", n, traceback)."""
     entries_of: dict[int, list[PhraseEntry]] = {}
-    while True:
-        try:
-            task = inbox.get(timeout=_ALIVE_CHECK)
-        except queue.Empty:
-            if os.getppid() != parent:  # the parent was killed (kill -9): nobody will ask for more
-                os._exit(0)
-            continue
-        except (EOFError, OSError):  # the parent's end of the inbox is gone
-            os._exit(0)
-        if task is None:
-            return
-        kind, number, payload = task
+    for kind, number, payload in messages:
         try:
             if kind == "encode":
                 entries, encoded = text.encode(payload)
                 entries_of[number] = entries
-                results.put(("encoded", number, (len(entries), encoded)))
+                reply(("encoded", number, (len(entries), encoded)))
             else:
-                results.put(("formatted", number, text.format(entries_of.pop(number), payload)))
+                reply(("formatted", number, text.format(entries_of.pop(number), payload)))
         except PhraseTableError as error:
-            results.put(("bad", number, (error.path, error.line_no, error.problem)))
-        except BaseException:  # anything else is a bug: its traceback goes to the parent
-            results.put(("failed", number, traceback.format_exc()))
+            reply(("bad", number, (error.path, error.line_no, error.problem)))
+        except BrokenPipeError:
+            raise
+        except Exception:  # anything else is a bug: its traceback goes to the parent
+            reply(("failed", number, traceback.format_exc()))
 
 
 class WorkerPool:
     """``count`` processes doing ``text``'s work on numbered chunks; results are asked for by chunk number.
 
-    Use it in a ``with`` block: leaving it stops the workers (at once when the block raised).
+    Use it in a ``with`` block: leaving it stops the workers, in order after success and at once (killed) after
+    an error or an interruption, without waiting on any pipe.
     """
 
-    def __init__(self, count: int, text: ChunkText):
-        context = multiprocessing.get_context("spawn")
-        self._results = context.Queue()
-        self._inboxes = [context.Queue() for _ in range(count)]  # a put never waits for a busy worker
+    def __init__(self, count: int, text: ChunkText, stall_seconds: float = STALL_SECONDS):
+        self._workers = [Child(f"worker {i + 1} of {count}", _serve, (text,)) for i in range(count)]
+        self._running = spawned_children(self._workers)
+        self._running.__enter__()
         self._ready: dict[tuple[str, int], Any] = {}
         self._failed: dict[int, BaseException] = {}  # raised when that chunk is asked for, so the first comes first
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the children start ignoring Ctrl-C
-        try:
-            self._processes = [context.Process(target=_serve, args=(text, inbox, self._results), daemon=True,
-                                               name=f"mosesrnn-worker-{i}") for i, inbox in enumerate(self._inboxes)]
-            for process in self._processes:
-                process.start()
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        self._stall = stall_seconds
 
     def __len__(self) -> int:
-        return len(self._processes)
+        return len(self._workers)
 
     def encode(self, number: int, chunk: RawChunk) -> None:
-        """Hand chunk ``number`` to its worker to parse and encode."""
-        self._inbox(number).put(("encode", number, chunk))
+        """Hand chunk ``number`` to its worker to parse and encode (never waits)."""
+        self._worker(number).send(("encode", number, chunk))
 
     def format(self, number: int, columns: list) -> None:
-        """Hand chunk ``number``'s columns to the worker that holds its entries, to format."""
-        self._inbox(number).put(("format", number, columns))
+        """Hand chunk ``number``'s columns to the worker that holds its entries, to format (never waits)."""
+        self._worker(number).send(("format", number, columns))
 
     def encoded(self, number: int) -> tuple[int, list]:
         """Chunk ``number``'s line count and encoders' payloads, waiting for them."""
@@ -139,45 +138,37 @@ class WorkerPool:
         """Chunk ``number``'s formatted lines; without ``block``, None unless they are ready."""
         return self._wait("formatted", number, block)
 
-    def _inbox(self, number: int):
-        return self._inboxes[number % len(self._inboxes)]
+    def _worker(self, number: int) -> Child:
+        return self._workers[number % len(self._workers)]
 
     def _wait(self, kind: str, number: int, block: bool = True):
+        since = time.monotonic()
         while (kind, number) not in self._ready:
             if number in self._failed:
                 raise self._failed.pop(number)
             try:
-                got, at, payload = self._results.get(block, _ALIVE_CHECK)
-            except queue.Empty:
+                got = receive(self._workers, 1.0 if block else 0)
+            except ChildDied as death:
+                raise WorkerDied(death.name, death.exitcode) from None
+            if got is None:
                 if not block:
                     return None
-                self._check_alive()
+                if time.monotonic() - since > self._stall:
+                    raise WorkerError(f"{self._worker(number).name} sent nothing in {self._stall:.0f} s while "
+                                      f"chunk {number + 1} waited on it")
                 continue
-            if got == "bad":
+            since = time.monotonic()
+            what, at, payload = got[1]
+            if what == "bad":
                 self._failed[at] = PhraseTableError(*payload)
-            elif got == "failed":
-                self._failed[at] = WorkerError(f"a worker failed on chunk {at}:\n{payload}")
+            elif what == "failed":
+                self._failed[at] = WorkerError(f"a worker failed on chunk {at + 1}:\n{payload}")
             else:
-                self._ready[got, at] = payload
+                self._ready[what, at] = payload
         return self._ready.pop((kind, number))
-
-    def _check_alive(self) -> None:
-        dead = [process for process in self._processes if not process.is_alive()]
-        if dead:
-            raise WorkerError(f"worker process {dead[0].name} died (exit status {dead[0].exitcode}): out of memory?")
 
     def __enter__(self) -> "WorkerPool":
         return self
 
     def __exit__(self, kind, error, trace) -> None:
-        for inbox, process in zip(self._inboxes, self._processes):
-            if error is None and process.is_alive():
-                inbox.put(None)
-        for process in self._processes:
-            process.join(timeout=5 if error is None else 0)
-            if process.is_alive():
-                process.terminate()
-                process.join()
-        for channel in (*self._inboxes, self._results):
-            channel.close()
-            channel.join_thread()
+        self._running.__exit__(kind, error, trace)

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from ..io.model_store import read_state_file, save_file
-from ..io.signals import signals_deferred
+from ..io.signals import record_signal, signals_deferred
 from ..runtime.devices import resolve_device
 from ..runtime.progress import Progress
 from . import distributed
@@ -413,6 +413,7 @@ def _stop_on_signals(flag: threading.Event):
         return
 
     def handler(signum, frame):
+        record_signal(signum)
         if flag.is_set():
             raise KeyboardInterrupt
         log.warning("signal %d: stopping after this update and saving (again to quit at once)", signum)
