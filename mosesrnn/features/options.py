@@ -50,6 +50,8 @@ class FeatureOptions:
         device, dtype, batch_tokens, threads: where and how the models run; batch_tokens None: the
             resolved device's default (:data:`~mosesrnn.runtime.devices.BATCH_TOKENS`: 4096 on a CPU, 32768
             on a GPU).
+        compile: run the rnn columns' recurrent steps compiled (``torch.compile``; CUDA graphs on a GPU:
+            :mod:`mosesrnn.encdec.compiled`); off, the values are the eager path's, byte for byte.
         labels: ``(feature, name)`` pairs renaming a feature's group in an n-best list, e.g.
             ``(("rnn", "RNN1"),)`` so that a second model's scores go beside the first's ``RNN0``.
     """
@@ -71,6 +73,7 @@ class FeatureOptions:
     dtype: str = "fp32"
     batch_tokens: int | None = None
     threads: int | None = None
+    compile: bool = False
     labels: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
