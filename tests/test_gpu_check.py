@@ -12,8 +12,8 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 SCRIPT = ROOT / "benchmarks/gpu_check.py"
-SECTIONS = ("Device", "Matmul peak", "Model only: pairs/s", "cuda vs CPU agreement", "End to end: mosesrnn score",
-            "Training runs")
+SECTIONS = ("Device", "Matmul peak", "Model only: pairs/s", "Decode waits per chunk", "cuda vs CPU agreement",
+            "End to end: mosesrnn score", "Compiled recurrent steps", "Training runs")
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,9 @@ def test_the_header_names_the_cpu_torch_and_the_commit(run):
 @pytest.mark.parametrize("title, columns, rows", [
     ("Matmul peak", ["GFLOP/s"], 2),
     ("Model only: pairs/s", ["pairs/s", "MFLOP/pair", "useful GFLOP/s", "roofline share"], 2 * 2 * 3),
+    ("Decode waits per chunk", ["batches per chunk", "host reads per chunk"], 3),
     ("End to end: mosesrnn score", ["lines/s (its log)", "wall s (start-up included)", "lines/s (wall)"], 4),
+    ("Compiled recurrent steps", ["pairs/s", "x eager"], 4),
     ("Training runs", ["updates", "speed", "validation perplexity"], 3),
 ])
 def test_every_row_is_there_with_figures_above_zero(run, title, columns, rows):
@@ -90,3 +92,16 @@ def test_each_table_names_its_command(run):
 
 def test_the_agreement_is_skipped_on_the_cpu(run):
     assert section(run[0], "cuda vs CPU agreement").strip().startswith("skipped: this run's device is the CPU")
+
+
+def test_a_chunk_reads_the_device_back_once(run):
+    for row in table(section(run[0], "Decode waits per chunk")):
+        assert number(row["host reads per chunk"]) == 1.0, row
+
+
+def test_every_row_names_its_size_and_ran_on_it(run):
+    for title in SECTIONS[2:]:
+        text = section(run[0], title)
+        for row in (table(text) if "\n|" in text else []):
+            if "size" in row:
+                assert re.match(r"[\d,]+ (pairs|lines|sentences)", row["size"]) and "asked" not in row["size"], row

@@ -72,8 +72,12 @@ def active_rows(rows: int, limit: int) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _compiled(cls: type, name: str, mode: str) -> Callable:
-    function = getattr(cls, name)
-    return torch.compile(function, dynamic=True, mode=None if mode == "default" else mode)
+    # each mode, dtype and model size is a graph of the same step: room for them before dynamo falls back to eager
+    config = torch._dynamo.config
+    for limit in ("recompile_limit", "cache_size_limit"):
+        if isinstance(getattr(config, limit, None), int):
+            setattr(config, limit, max(getattr(config, limit), 64))
+    return torch.compile(getattr(cls, name), dynamic=True, mode=None if mode == "default" else mode)
 
 
 def recurrent_step(module: torch.nn.Module, name: str) -> Callable:
