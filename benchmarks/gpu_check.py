@@ -152,6 +152,20 @@ def stand_ins(table: str | None) -> Data:
                 "stand-ins: no Tatoeba data folder was found (examples/ and tests/data)")
 
 
+def refusal(device: str, data: Data | None, sizes: Sizes) -> str | None:
+    """The one line that stops a GPU run on data smaller than its rows ask for (None: it runs). A CPU run goes on,
+    each row saying what it used."""
+    if device == "cpu":
+        return None
+    if data is None:
+        return ("gpu_check: no Tatoeba data folder (bundle/data/tatoeba-moses-en-fr, shared/ or ../shared): a GPU run "
+                "would measure stand-ins; build the bundle with `make gpu-bundle` or pass --data")
+    if short := data.shortfalls(sizes):
+        return (f"gpu_check: {'; '.join(short)}: a GPU run would measure less than its rows name; rebuild the bundle "
+                f"(`make gpu-bundle`) or pass --data with the whole Tatoeba data")
+    return None
+
+
 def sized(used: int, asked: int, unit: str) -> str:
     """A row's size cell: ``50,000 pairs``, or what it used and what it asked for where the data ran short."""
     return f"{used:,} {unit}" + (f" (asked {asked:,}: the data hold no more)" if used < asked else "")
@@ -681,13 +695,9 @@ def main() -> None:
         parser.error(str(error))
     sizes = sizes_for(device, args.quick)
     data = find_data(args.data, args.table)
-    if data is None and device != "cpu":
-        raise SystemExit("gpu_check: no Tatoeba data folder (bundle/data/tatoeba-moses-en-fr, shared/ or ../shared): "
-                         "a GPU run would measure stand-ins; build the bundle with `make gpu-bundle` or pass --data")
+    if refused := refusal(device, data, sizes):
+        raise SystemExit(refused)
     data = data or stand_ins(args.table)
-    if device != "cpu" and (short := data.shortfalls(sizes)):
-        raise SystemExit(f"gpu_check: {'; '.join(short)}: a GPU run would measure less than its rows name; "
-                         f"rebuild the bundle (`make gpu-bundle`) or pass --data with the whole Tatoeba data")
     report = Report(args.out)
     budget = Budget(args.budget, report)
     device_section(report, device, args, sizes, data)

@@ -219,3 +219,20 @@ def test_every_row_names_its_size_and_ran_on_it(run):
         for row in (table(text) if "\n|" in text else []):
             if "size" in row:
                 assert re.match(r"[\d,]+ (pairs|lines|sentences)", row["size"]) and "asked" not in row["size"], row
+
+
+def test_a_gpu_run_on_short_data_is_refused_in_one_line():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import gpu_check
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    sizes = gpu_check.sizes_for("cuda", quick=False)
+    short = gpu_check.stand_ins(None)
+    assert "a GPU run would measure stand-ins" in gpu_check.refusal("cuda", None, sizes)
+    line = gpu_check.refusal("cuda", short, sizes)
+    assert "holds 6,229 lines and the rows ask for up to 500,000" in line and "\n" not in line
+    assert gpu_check.refusal("cpu", short, sizes) is None
+    whole = gpu_check.Data(short.table, 500_000, short.train, 140_098, "the bundle")
+    assert gpu_check.refusal("cuda", whole, sizes) is None
+    assert gpu_check.sized(6229, 50_000, "pairs") == "6,229 pairs (asked 50,000: the data hold no more)"
