@@ -56,13 +56,13 @@ def compile_rows(trained, entries, device: str, modes: tuple[str, ...], rounds: 
     for number in range(rounds):
         for mode in (modes if number % 2 == 0 else modes[::-1]):
             seconds[mode].append(timed_pass(features[mode], entries)[0])
-    eager = statistics.median(seconds["none"])
+    eager = statistics.median(len(entries) / s for s in seconds["none"])
     rows = []
     for mode in modes:
         speeds = [len(entries) / s for s in seconds[mode]]
         delta = [abs(a - b) for a, b in zip(values[mode], values["none"])]
         rows.append([label or trained.name, "eager" if mode == "none" else mode, f"{statistics.median(speeds):,.0f}",
-                     f"{min(speeds):,.0f}-{max(speeds):,.0f}", f"{eager / statistics.median(seconds[mode]):.2f}",
+                     f"{min(speeds):,.0f}-{max(speeds):,.0f}", f"{statistics.median(speeds) / eager:.2f}",
                      "-" if mode == "none" else f"{max(first[mode] - first['none'], 0):.1f}",
                      "-" if mode == "none" else f"{max(delta):.1e} / {statistics.fmean(delta):.1e}"])
     rows += [[label or trained.name, mode, why, "", "", "", ""] for mode, why in failed.items()]
