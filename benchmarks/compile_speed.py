@@ -7,6 +7,7 @@ compiles (its time, less the eager pass's, is the compile time). Each row gives 
 ratio to eager, and max / mean |value - eager value| in nats.
 
     python benchmarks/compile_speed.py --pairs 20000 --rounds 3 --threads 1
+    python benchmarks/compile_speed.py --presets "" --model examples/model/tatoeba-small.pt --pairs 5000
     python benchmarks/compile_speed.py --device cuda --pairs 50000 --batch-tokens 32768
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 import torch
 from score_speed import trained_model
 
+from mosesrnn.encdec.model_file import load_trained_model
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.runtime.cpu import cpu_flags
@@ -82,6 +84,8 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-tokens", type=int, default=4096)
     parser.add_argument("--normalizer", default="exact", choices=("exact", "skip"))
+    parser.add_argument("--model", action="append", default=[],
+                        help="also a trained model file (repeatable): its values move as a real model's do")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     with read_entries(args.table) as stream:
@@ -94,10 +98,12 @@ def main() -> None:
           f"{args.normalizer}; median of {args.rounds} alternated rounds after a compiling pass")
     print("| " + " | ".join(HEADER) + " |")
     print("|" + "---|" * len(HEADER))
-    for preset in args.presets.split(","):
-        trained = trained_model(preset, entries)
-        for row in compile_rows(trained, entries, args.device, modes, args.rounds, args.batch_tokens,
-                                args.normalizer, label=preset):
+    models = [(preset, lambda preset=preset: trained_model(preset, entries))
+              for preset in filter(None, args.presets.split(","))]
+    models += [(Path(path).name, lambda path=path: load_trained_model(path)) for path in args.model]
+    for label, load in models:
+        for row in compile_rows(load(), entries, args.device, modes, args.rounds, args.batch_tokens,
+                                args.normalizer, label=label):
             print("| " + " | ".join(row) + " |", flush=True)
 
 

@@ -704,13 +704,13 @@ def main() -> None:
     peaks = matmul_section(report, device, sizes)
     with read_entries(data.table) as stream:
         entries = list(itertools.islice(stream, sizes.pairs))
-    budget.until(0.22)  # the deadlines, by the sections' weight on a GPU
+    budget.until(0.20)  # the deadlines, by the sections' weight on a GPU
     paper = model_section(report, budget, device, entries, peaks, sizes)
-    budget.until(0.26)
+    budget.until(0.27)
     waits_section(report, budget, device, entries, sizes)
-    budget.until(0.30)
+    budget.until(0.31)
     agreement_section(report, budget, device, data.table, sizes)
-    budget.until(0.55)
+    budget.until(0.56)
     score_section(report, budget, device, data.table, paper, sizes)
     budget.until(0.80)
     compile_section(report, budget, device, data, sizes)
