@@ -116,7 +116,7 @@ def test_nbest_stopped_by_sigterm_leaves_no_temporary_file(tmp_path):
     time.sleep(0.5)
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr
+    assert process.returncode == 143, stderr  # 128 + SIGTERM, as a shell reports it
     assert f"mosesrnn: interrupted: {out} not written" in stderr and "Traceback" not in stderr
     assert sorted(os.listdir(tmp_path)) == ["big.100best.gz", "model.pt"]
 
