@@ -147,9 +147,9 @@ def score_table(table: str, output: str, features: FeatureOptions = FeatureOptio
     other direction) go to the ``mosesrnn`` logger.
     """
     from .features.selection import select_features
+    from .io.compressed import estimated_text_size
     from .pipeline.score import score_table as run
     from .pipeline.shards import ShardSpec
-    from .io.compressed import estimated_text_size
     from .pipeline.workers import default_workers, worker_count
     shard_spec = ShardSpec.parse(shard)
     workers = (default_workers(None if table == "-" else estimated_text_size(table)) if workers is None

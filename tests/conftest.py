@@ -109,9 +109,10 @@ def _reading_thread(thread: threading.Thread) -> bool:
 def no_reader_left_open(_gzip_streams, _young_garbage_only):
     """Fail a test that leaves a reader open for the garbage collector to close (see :mod:`mosesrnn.io.readers`).
 
-    After the test: a threaded gzip stream it opened and did not close, or a reading or writing thread (mosesrnn's) still running after :data:`THREAD_GRACE`, fails it here; a garbage collection then finalises what
-    it left, so that a :class:`~mosesrnn.io.readers.Reader` collected unclosed warns ResourceWarning within this
-    test (an error: setup.cfg), and nothing it left is closed later, in another test's thread.
+    After the test: a threaded gzip stream it opened and did not close, or a reading or writing thread (mosesrnn's)
+    still running after :data:`THREAD_GRACE`, fails it here; a garbage collection then finalises what it left, so
+    that a :class:`~mosesrnn.io.readers.Reader` collected unclosed warns ResourceWarning within this test (an error:
+    setup.cfg), and nothing it left is closed later, in another test's thread.
     """
     threads, first = set(threading.enumerate()), next(_SERIALS)
     yield

@@ -13,12 +13,12 @@ from mosesrnn.encdec.pair_ids import PairEncoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.features.unk import UnknownWordFeature
 from mosesrnn.formats.phrase_table import PhraseTableError, read_entries
-from mosesrnn.pipeline.score import score_table
-from mosesrnn.pipeline.shards import ShardSpec
-from mosesrnn.pipeline.table_chunks import RawChunk, TableChunks, parse_chunk
 from mosesrnn.io.compressed import estimated_text_size
 from mosesrnn.io.job import Job
 from mosesrnn.io.roles import input_file
+from mosesrnn.pipeline.score import score_table
+from mosesrnn.pipeline.shards import ShardSpec
+from mosesrnn.pipeline.table_chunks import RawChunk, TableChunks, parse_chunk
 from mosesrnn.pipeline.workers import ChunkText, WorkerDied, WorkerError, WorkerPool, default_workers, worker_count
 from mosesrnn.text.id_arrays import id_arrays
 

@@ -230,7 +230,7 @@ def test_signals_at_random_moments_end_the_run_and_leave_it_resumable(tmp_path, 
     out = tmp_path / "out.gz"
     for round_ in range(6):  # from the moment the workers exist (a signal during the imports is Python's)
         run = Score(table, model, out, "--checkpoint-every", "2")
-        _wait_for(lambda: len(run.children()) == 2, "workers", run)
+        _wait_for(lambda run=run: len(run.children()) == 2, "workers", run)
         time.sleep(rng.uniform(0.0, 3.0))
         signum = rng.choice([signal.SIGINT, signal.SIGTERM])
         run.signal_group(signum) if rng.random() < 0.5 else run.process.send_signal(signum)
