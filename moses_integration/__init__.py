@@ -3,7 +3,7 @@
 A library: it knows nothing of the command line. The commands ``moses-ini``, ``binarize``, ``tune`` and
 ``mert-report`` (:mod:`mosesrnn.cli.moses`) parse their options and call one function here each.
 
-- :mod:`.ini_format`: the moses.ini format, lines as Moses reads them, and the weights (``Name= v1 v2``
+- :mod:`mosesrnn.formats.moses_ini`: the moses.ini format, lines as Moses reads them, and the weights (``Name= v1 v2``
   lines): one reader and one writer. The wing's lowest floor, the only module of it that mosesrnn's
   own modules may import (``mosesrnn mert`` and ``mosesrnn prune`` read weights);
 - :mod:`.ini_update`: the one moses.ini updater (``moses-ini``): a phrase table pointed at a scored

@@ -21,7 +21,6 @@ from click.testing import CliRunner
 from conftest import DATA, TESTS, built_program
 from scoring_helpers import save_tiny_model
 
-from moses_integration.ini_format import MosesIniError
 from moses_integration.neural_lm import add_neural_lm
 from moses_integration.nplm_check import HEAPS
 from mosesrnn.cli import main
@@ -32,6 +31,7 @@ from mosesrnn.cslm.model import CSLM
 from mosesrnn.cslm.model_file import TrainedLM, load_language_model, save_language_model
 from mosesrnn.cslm.scoring import sentence_scores, text_stats
 from mosesrnn.cslm.task import LMTrainConfig, train_lm
+from mosesrnn.formats.moses_ini import MosesIniError
 from mosesrnn.formats.nbest import read_nbest
 from mosesrnn.formats.nplm import read_nplm, write_nplm
 from mosesrnn.text.codec import Codec

@@ -228,11 +228,12 @@ def test_the_wing_and_the_feature_registry_import_no_torch():
     assert "torch" not in loaded
 
 
-def test_the_wings_lowest_floor_loads_nothing_else_of_the_wing():
-    """mosesrnn's own modules read weights through moses_integration.ini_format without the rest of the wing."""
-    loaded = _imports_in_a_fresh_python(["moses_integration.ini_format"])
-    assert sorted(name for name in loaded if name.startswith("moses_integration")) == \
-        ["moses_integration", "moses_integration.ini_format"]
+def test_the_moses_ini_format_stands_among_the_formats():
+    """The moses.ini format is a format (our MERT and ``prune`` read it, the wing rewrites it): it loads neither
+    the Moses wing nor torch, and the wing holds no reader of it (one definition of each: above)."""
+    loaded = _imports_in_a_fresh_python(["mosesrnn.formats.moses_ini"])
+    assert not any(name.startswith("moses_integration") for name in loaded) and "torch" not in loaded
+    assert _room("mosesrnn.formats.moses_ini", doc_floors()) == _room("mosesrnn.formats.phrase_table", doc_floors())
 
 
 # -- the registries ----------------------------------------------------------------------------------

@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass, field, fields
 from mosesrnn.bilm.orientation import JOINT_FEATURES
 from mosesrnn.features.options import FeatureOptions
 from mosesrnn.features.registry import FEATURES
+from mosesrnn.formats.moses_ini import parse_ini, phrase_tables, read_ini_text
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.json_file import read_json
 
-from ..ini_format import parse_ini, phrase_tables, read_ini_text
 from ..mert_moses import MertSettings, relative_paths
 
 __all__ = ["PLAN", "BASELINE", "SYSTEM", "RESCORED", "BASELINE_RESCORED", "RESCORED_STAGES", "RETUNED",

@@ -13,10 +13,10 @@ import threading
 from typing import Callable
 
 from mosesrnn.features.options import FeatureOptions
+from mosesrnn.formats.moses_ini import read_weights, weights_text
 from mosesrnn.io.atomic import atomic_file
 from mosesrnn.io.compressed import atomic_output
 
-from ..ini_format import read_weights, weights_text
 from ..mert_moses import (
     MosesTools,
     check_ini_loads,
