@@ -236,6 +236,63 @@ def test_the_moses_ini_format_stands_among_the_formats():
     assert _room("mosesrnn.formats.moses_ini", doc_floors()) == _room("mosesrnn.formats.phrase_table", doc_floors())
 
 
+def import_graph() -> dict[str, set[str]]:
+    """Every module of both packages and the modules of ours it imports (lazy imports included)."""
+    known = _module_names()
+    graph: dict[str, set[str]] = {module: set() for module in known}
+    for module, (path, package) in known.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for name in _imported(module, package, node, known):
+                    while name not in known:  # a name inside a module: the module
+                        name = name.rpartition(".")[0]
+                    graph[module] |= {name} - {module}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The modules that import each other in a loop, one list a loop (Tarjan's strongly connected components)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            loop = stack[stack.index(module):]
+            del stack[stack.index(module):]
+            if len(loop) > 1:
+                found.append(sorted(loop))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    """Inside a room too (the route's plan, checks, reuse and stages): each imports only those after it."""
+    assert circles(import_graph()) == []
+
+
+def test_the_route_reads_and_writes_its_plan_in_one_place():
+    """``plan.json`` is saved and read by :mod:`moses_integration.route.plan` alone; the other modules ask it."""
+    places = sorted({str(path.relative_to(ROOT)) for path, tree in modules("moses_integration")
+                     for node in ast.walk(tree) if isinstance(node, ast.Call)
+                     and _call_name(node).rsplit(".", 1)[-1] in ("read_json", "atomic_output", "atomic_file",
+                                                                 "open_input", "exists", "isfile")
+                     and "PLAN" in ast.unparse(node)})
+    assert places == ["moses_integration/route/plan.py"]
+
+
 # -- the registries ----------------------------------------------------------------------------------
 
 
