@@ -127,10 +127,10 @@ class Model:
 def load(path: str, device: str = "auto", dtype: str = "fp32") -> Model:
     """The model of a model file (``best.pt``), on ``device`` (``auto``: a GPU if there is one), running its
     matmuls in ``dtype`` (fp32, bf16, int8 or auto: see :mod:`mosesrnn.runtime.precision`)."""
-    from .encdec.model_file import load_trained_model
+    from .encdec.model_file import load_encoder_decoder
     from .runtime.devices import resolve_device
     device = resolve_device(device)
-    return Model(load_trained_model(path, map_location=device), device, dtype)
+    return Model(load_encoder_decoder(path, map_location=device), device, dtype)
 
 
 @declares(table=input_file(".json"), output=SCORED_TABLE, features=FeatureOptions.declared_paths)

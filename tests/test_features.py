@@ -78,12 +78,12 @@ def test_every_feature_reports_exactly_the_settings_its_registry_entry_lists(tmp
     from test_cslm import tiny_lm
 
     from mosesrnn.bilm.orientation import JOINT_FEATURES
-    from mosesrnn.cslm.model_file import save_language_model
+    from mosesrnn.cslm.model_file import save_cslm
     from mosesrnn.features.options import FeatureOptions
     from mosesrnn.features.registry import FEATURES, describe
     from mosesrnn.features.selection import select_features
     lm = tiny_lm()
-    save_language_model(str(tmp_path / "lm.pt"), lm.model, lm.codec)
+    save_cslm(str(tmp_path / "lm.pt"), lm.model, lm.codec)
     options = FeatureOptions(features=tuple(FEATURES), model=save_tiny_model(str(tmp_path / "m.pt")),
                              reverse_model=save_tiny_model(str(tmp_path / "r.pt"), "target-to-source"),
                              lm=str(tmp_path / "lm.pt"),

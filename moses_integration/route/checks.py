@@ -60,7 +60,7 @@ def plan_problems(plan: RoutePlan, tools_missing: list[str]) -> list[str]:
 def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
     """What stops the rescoring stages, found before the first stage: a feature without its model file, a model
     file of another kind, one that is not a model file, a joint model of another orientation than its option's."""
-    from mosesrnn.bilm.model_file import load_joint_model
+    from mosesrnn.bilm.model_file import load_joint
     from mosesrnn.io.model_store import ModelFileError, model_kind
     from mosesrnn.io.roles import MODEL_KINDS
 
@@ -84,7 +84,7 @@ def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
         if found != kind:
             problems.append(f"{path} is {MODEL_KINDS[found]}, but {flag(option)} takes {MODEL_KINDS[kind]}")
         elif option in _JOINT_OPTIONS:
-            refusal = _JOINT_OPTIONS[option].refusal(load_joint_model(path).orientation, path)
+            refusal = _JOINT_OPTIONS[option].refusal(load_joint(path).orientation, path)
             problems += [refusal] if refusal else []
     return problems
 

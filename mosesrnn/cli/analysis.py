@@ -108,13 +108,13 @@ def _joint_model_perplexity(model_path: str, inputs, threads, encoding, limit: i
     """``perplexity`` with a joint model: one line for SRC TRG ALIGNMENT (their first ``limit`` lines)."""
     import torch
 
-    from ..bilm.model_file import load_joint_model
+    from ..bilm.model_file import load_joint
     from ..bilm.scoring import corpus_stats
     if len(inputs) != 3:
         raise click.UsageError("a joint model measures SRC TRG ALIGNMENT (three files: a word-aligned corpus)")
     if threads:
         torch.set_num_threads(threads)
-    stats = corpus_stats(load_joint_model(model_path), *inputs, encoding=encoding, limit=limit)
+    stats = corpus_stats(load_joint(model_path), *inputs, encoding=encoding, limit=limit)
     click.echo(f"{inputs[1]}: {stats.tokens} tokens (words and </s>): perplexity {stats.perplexity:.2f} per token "
                f"({100 * stats.unk_share:.1f}% <unk>; {stats.perplexity_known:.2f} over the others), log Z "
                f"{stats.log_z_mean:+.3f} ± {stats.log_z_std:.3f}")
@@ -124,11 +124,11 @@ def _language_model_perplexity(model_path: str, texts, threads, encoding, limit:
     """``perplexity`` with a CSLM: one line per text (its first ``limit`` lines)."""
     import torch
 
-    from ..cslm.model_file import load_language_model
+    from ..cslm.model_file import load_cslm
     from ..cslm.scoring import text_stats
     if threads:
         torch.set_num_threads(threads)
-    trained = load_language_model(model_path)
+    trained = load_cslm(model_path)
     for path in texts:
         with text_lines(path, encoding) as lines:
             sentences = [text for _, text in itertools.islice(lines, limit)]

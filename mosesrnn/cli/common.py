@@ -173,15 +173,15 @@ def _rows(name: str, command: click.Command, limit: int) -> list[tuple[str, str]
 
 def load_model(model_path: str, device: str = "auto", threads: int | None = None):
     """The trained model of a model file, on ``device`` (resolved), with torch's threads set;
-    returns ``(TrainedModel, device)``. torch is imported here, so that ``--help`` stays fast."""
+    returns ``(TrainedEncoderDecoder, device)``. torch is imported here, so that ``--help`` stays fast."""
     import torch
 
-    from ..encdec.model_file import load_trained_model
+    from ..encdec.model_file import load_encoder_decoder
     from ..runtime.devices import resolve_device
     if threads:
         torch.set_num_threads(threads)
     device = resolve_device(device)
-    return load_trained_model(model_path, map_location=device), device
+    return load_encoder_decoder(model_path, map_location=device), device
 
 
 def end_training(summary: str, stop_reason: str) -> None:

@@ -90,10 +90,10 @@ def train(**options):
     Example:
       mosesrnn lm train train.tok.fr -o lm/ --valid dev.tok.fr --preset moses --max-time 2h
     """
-    from ..cslm.task import LMTrainConfig, train_lm
+    from ..cslm.task import CSLMTrainConfig, train_cslm
     from ..train.driver import config_from_options
     setup_logging(options["quiet"])
-    result = train_lm(config_from_options(LMTrainConfig, options))
+    result = train_cslm(config_from_options(CSLMTrainConfig, options))
     end_training(result.summary(), result.stop_reason)
 
 

@@ -30,22 +30,21 @@ class LoadedModels:
 
     def get(self, feature: str, which: str = "model"):
         """The model of option ``which`` (``model``, ``reverse_model``, ``lm``, ``bilm``, ``bilm_t2s``...) that
-        ``feature`` needs: a
-        :class:`~mosesrnn.encdec.model_file.TrainedModel`, a :class:`~mosesrnn.cslm.model_file.TrainedLM` or a
-        :class:`~mosesrnn.bilm.model_file.JointModel`."""
+        ``feature`` needs: a :class:`~mosesrnn.encdec.model_file.TrainedEncoderDecoder`, a
+        :class:`~mosesrnn.cslm.model_file.TrainedCSLM` or a :class:`~mosesrnn.bilm.model_file.TrainedJoint`."""
         path = getattr(self.options, which)
         if path is None:
             raise ValueError(f"the {feature} feature needs a model file ({_OPTIONS[which]})")
         if which not in self._loaded:
             if which == "lm":
-                from ..cslm.model_file import load_language_model
-                self._loaded[which] = load_language_model(path)
+                from ..cslm.model_file import load_cslm
+                self._loaded[which] = load_cslm(path)
             elif which in _JOINT_OPTIONS:
-                from ..bilm.model_file import load_joint_model
-                self._loaded[which] = load_joint_model(path)
+                from ..bilm.model_file import load_joint
+                self._loaded[which] = load_joint(path)
             else:
-                from ..encdec.model_file import load_trained_model
-                self._loaded[which] = load_trained_model(path)
+                from ..encdec.model_file import load_encoder_decoder
+                self._loaded[which] = load_encoder_decoder(path)
         return self._loaded[which]
 
 

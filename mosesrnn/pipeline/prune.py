@@ -33,25 +33,19 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 from ..formats.moses_ini import feature_phrase_tables, is_phrase_table_name, pick_phrase_table, read_weights
-from ..formats.phrase_table import PhraseEntry, PhraseTableError, count_scores, format_line, read_entries
+from ..formats.phrase_table import PhraseEntry, PhraseTableError, count_scores, format_line, moses_log, read_entries
 from ..formats.sidecar import Sidecar, SidecarError, read_table_sidecar, write_sidecar
 from ..io.compressed import atomic_output
 from ..io.readers import reader
 from ..version import __version__
 
 __all__ = ["Ranking", "Selection", "PruneSummary", "prune_table", "sorted_groups", "margin_for_share", "ranking_for",
-           "table_sidecar", "write_pruned_sidecar", "MOSES_FLOOR"]
+           "table_sidecar", "write_pruned_sidecar"]
 
-#: Moses reads a score x as max(ln x, -100) (``FloorScore``).
-MOSES_FLOOR = -100.0
 #: The histogram of margins that --share reads its threshold from: bins of this many nats, up to 100.
 _BIN, _BINS = 0.01, 10001
 _SAME_PAIRS = ("the reordering table must hold the phrase table's pairs, line for line (the same system's two "
                "tables, both sorted as Moses sorts them)")
-
-
-def _log(value: float) -> float:
-    return max(math.log(value), MOSES_FLOOR) if value > 0 else MOSES_FLOOR
 
 
 @dataclass(frozen=True)
@@ -69,11 +63,11 @@ class Ranking:
             if len(entry.scores) != len(self.weights):
                 raise PhraseTableError(path, entry.line_no, f"{len(entry.scores)} scores, but {self.name} has "
                                        f"{len(self.weights)} weights")
-            return math.fsum(w * _log(s) for w, s in zip(self.weights, entry.scores))
+            return math.fsum(w * moses_log(s) for w, s in zip(self.weights, entry.scores))
         if not -len(entry.scores) <= self.column < len(entry.scores):
             raise PhraseTableError(path, entry.line_no, f"no score column {self.column} to rank by: the line has "
                                    f"{len(entry.scores)} scores")
-        return _log(entry.scores[self.column])
+        return moses_log(entry.scores[self.column])
 
 
 @dataclass(frozen=True)
