@@ -27,7 +27,8 @@ from typing import Callable, Sequence
 
 from .features.options import FeatureOptions
 from .io.job import declares
-from .io.roles import ENCODER_DECODER, input_file, model_file, output_file
+from .io.roles import input_file, model_file, output_file
+from .models import ENCODER_DECODER
 
 __all__ = ["Model", "FeatureOptions", "load", "score_table", "score_nbest", "prune_table"]
 

@@ -57,9 +57,9 @@ def test_registry_is_what_moses_integration_and_the_cli_read():
     from mosesrnn.features.registry import FEATURES, default_features
     assert DEFAULT_WEIGHTS == {name: spec.default_weight for name, spec in FEATURES.items()}
     assert DEFAULT_WEIGHTS["rnn"] > 0 > DEFAULT_WEIGHTS["unk"]  # reward probable pairs, penalise unknown words
-    assert DEFAULT_FEATURES == default_features(with_model=True) == ("rnn", "unk")
-    assert default_features(with_model=False) == ("unk",)
-    assert default_features(with_model=True, with_reverse_model=True) == ("rnn", "rnn-rev", "unk")
+    assert DEFAULT_FEATURES == default_features({"model"}) == ("rnn", "unk")
+    assert default_features() == ("unk",)
+    assert default_features({"model", "reverse_model"}) == ("rnn", "rnn-rev", "unk")
 
 
 @pytest.mark.parametrize("text, message", [

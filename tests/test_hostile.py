@@ -35,9 +35,9 @@ from mosesrnn.cslm.model import CSLM
 from mosesrnn.cslm.model_file import TrainedCSLM, save_cslm
 from mosesrnn.cslm.scoring import text_stats
 from mosesrnn.io.locks import OutputLock
-from mosesrnn.io.roles import CSLM as CSLM_KIND
-from mosesrnn.io.roles import JOINT as JOINT_KIND
 from mosesrnn.io.roles import Role
+from mosesrnn.models import CSLM as CSLM_KIND
+from mosesrnn.models import JOINT as JOINT_KIND
 from mosesrnn.text.codec import Codec
 from mosesrnn.text.tokenizers import MosesWords
 from mosesrnn.text.vocab import Vocabulary

@@ -11,6 +11,7 @@ that reads or writes a file its parameters do not declare fails.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import inspect
 import re
@@ -300,11 +301,28 @@ def registry_entries() -> list[tuple[str, str]]:
     """Every ``module:name`` string of every registry, as (where, target): built lazily, so no import follows them."""
     from mosesrnn.encdec.architectures import ARCHITECTURES
     from mosesrnn.features.registry import FEATURES
+    from mosesrnn.models import MODELS
     entries = [(f"FEATURES[{name!r}].builder", spec.builder) for name, spec in FEATURES.items()]
+    entries += [(f"MODELS[{kind!r}].{what}", target) for kind, row in MODELS.items()
+                for what, target in (("loader", row.loader), ("check", row.check)) if target]
     for name, architecture in ARCHITECTURES.items():
         entries += [(f"ARCHITECTURES[{name!r}].encoder", architecture.encoder),
                     (f"ARCHITECTURES[{name!r}].decoder", architecture.decoder)]
     return entries
+
+
+def test_the_model_registry_names_the_features_and_the_options_of_its_families():
+    """Every feature a model option serves is a feature; every feature that needs a model has an option; the joint
+    model's options are its orientations'; FeatureOptions has a field for each option."""
+    from mosesrnn.bilm.orientation import JOINT_FEATURES
+    from mosesrnn.features.options import FeatureOptions
+    from mosesrnn.features.registry import FEATURES
+    from mosesrnn.models import FEATURE_MODELS, JOINT, MODEL_OPTIONS, MODELS
+    assert set(FEATURE_MODELS) <= set(FEATURES)
+    assert {name for name, spec in FEATURES.items() if spec.needs} == set(FEATURE_MODELS)
+    assert [o.option for o in JOINT_FEATURES.values()] == [o.name for o in MODELS[JOINT].options]
+    assert [o.feature for o in JOINT_FEATURES.values()] == [f for o in MODELS[JOINT].options for f in o.features]
+    assert set(MODEL_OPTIONS) <= {f.name for f in dataclasses.fields(FeatureOptions)}
 
 
 @pytest.mark.parametrize("where,target", registry_entries(), ids=[where for where, _ in registry_entries()])

@@ -15,16 +15,14 @@ from mosesrnn.formats.moses_ini import parse_ini, phrase_tables, read_ini_text
 from mosesrnn.formats.phrase_table import PhraseTableError, first_entries
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.declared import declare_input
+from mosesrnn.models import MODEL_KINDS, MODEL_OPTIONS, kind_of
 
 from ..mert_moses import relative_paths
-from .plan import _JOINT_OPTIONS, PLAN, RoutePlan, saved_plan
+from .plan import PLAN, RoutePlan, saved_plan
 from .reuse import tuned_by
 
 __all__ = ["plan_problems", "rescoring_problems"]
 
-#: The model-file kind each feature option names (mosesrnn.io.roles.MODEL_KINDS), checked before any work.
-_OPTION_KINDS = {"model": "encoder-decoder", "reverse_model": "encoder-decoder", "lm": "cslm",
-                 **dict.fromkeys(_JOINT_OPTIONS, "bilm")}
 #: What a reused run must share with this tuning: the sets it was tuned and tested on, and how.
 _SHARED = ("dev_src", "dev_ref", "test_src", "test_ref")
 
@@ -59,33 +57,28 @@ def plan_problems(plan: RoutePlan, tools_missing: list[str]) -> list[str]:
 
 def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
     """What stops the rescoring stages, found before the first stage: a feature without its model file, a model
-    file of another kind, one that is not a model file, a joint model of another orientation than its option's."""
-    from mosesrnn.bilm.model_file import load_joint
-    from mosesrnn.io.model_store import ModelFileError, model_kind
-    from mosesrnn.io.roles import MODEL_KINDS
-
-    def flag(option: str) -> str:
-        return "-m" if option == "model" else "--" + option.replace("_", "-")
-
+    file of another kind, one that is not a model file, one its kind refuses for its option (a joint model of
+    another orientation than its option's: :meth:`~mosesrnn.models.ModelKind.refusal`)."""
+    from mosesrnn.io.model_store import ModelFileError, model_kind  # torch: the wing loads it only to read models
     problems = []
     for name in rescoring.names():
         needs = FEATURES[name].needs
         if needs and getattr(rescoring, needs) is None:
-            problems.append(f"the {name} rescoring feature needs its model file: give {flag(needs)}")
-    for option, kind in _OPTION_KINDS.items():
-        path = getattr(rescoring, option)
-        if path is None or not os.path.isfile(path):
+            problems.append(f"the {name} rescoring feature needs its model file: give {MODEL_OPTIONS[needs].flag}")
+    for option, path in rescoring.models().items():
+        if not os.path.isfile(path):
             continue
+        wanted = kind_of(option)
         try:
             found = model_kind(path)
         except ModelFileError as error:
             problems.append(str(error))
             continue
-        if found != kind:
-            problems.append(f"{path} is {MODEL_KINDS[found]}, but {flag(option)} takes {MODEL_KINDS[kind]}")
-        elif option in _JOINT_OPTIONS:
-            refusal = _JOINT_OPTIONS[option].refusal(load_joint(path).orientation, path)
-            problems += [refusal] if refusal else []
+        if found != wanted.kind:
+            problems.append(f"{path} is {MODEL_KINDS[found]}, but {MODEL_OPTIONS[option].flag} takes "
+                            f"{wanted.holds}")
+        elif refusal := wanted.refusal(path, option):
+            problems.append(refusal)
     return problems
 
 

@@ -10,11 +10,10 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, fields
 
-from mosesrnn.bilm.orientation import JOINT_FEATURES
 from mosesrnn.features.options import FeatureOptions
-from mosesrnn.features.registry import FEATURES
 from mosesrnn.io.compressed import atomic_output
 from mosesrnn.io.json_file import read_json
+from mosesrnn.models import MODEL_OPTIONS, MODELS
 
 from ..mert_moses import MertSettings
 
@@ -30,13 +29,15 @@ RESCORED_STAGES = {RESCORED: SYSTEM, BASELINE_RESCORED: BASELINE}  # a rescored 
 RETUNED, BASELINE_RETUNED = "retuned", "baseline-retuned"
 CONTROLS = {RESCORED: RETUNED, BASELINE_RESCORED: BASELINE_RETUNED}  # a rescored stage -> its control
 CONTROL_STAGES = {RETUNED: SYSTEM, BASELINE_RETUNED: BASELINE}  # a control -> the system whose lists it re-tunes
-#: The features that read each hypothesis' word alignment (the lists are decoded with it): the joint models'.
-_READS_ALIGNMENTS = frozenset(JOINT_FEATURES)
-#: The FeatureOptions fields of the joint model files, each of one orientation (bilm, bilm_t2s...).
-_JOINT_OPTIONS = {o.option: o for o in JOINT_FEATURES.values()}
-#: FeatureOptions fields added after plan.json's first version: recorded only when set, so that a tuning started
-#: before them continues.
-_ADDED_LATER = ("normalizer", *_JOINT_OPTIONS)
+#: The features that read each hypothesis' word alignment (the lists are decoded with it): those of the model kinds
+#: that read it (the joint models').
+_READS_ALIGNMENTS = frozenset(feature for row in MODELS.values() if row.reads_alignments for option in row.options
+                              for feature in option.features)
+#: The model files plan.json's first version recorded, given or not.
+_FIRST_MODELS = ("model", "reverse_model", "lm")
+#: FeatureOptions fields added after plan.json's first version (the other model files among them): recorded only
+#: when set, so that a tuning started before them continues.
+_ADDED_LATER = ("normalizer", *(name for name in MODEL_OPTIONS if name not in _FIRST_MODELS))
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ class RouteOptions:
         models = {name: options[name] for name in _FEATURE_FIELDS - {"features"} if name in options}
         features, baseline_features = options.get("features"), options.get("baseline_features")
         rescoring = None
-        if features is not None or any(models.get(spec.needs) for spec in FEATURES.values() if spec.needs):
+        if features is not None or any(models.get(name) for name in MODEL_OPTIONS):
             rescoring = FeatureOptions(features=features, **models)
         plain = {name: options[name] for name in own if name in options}
         if baseline_features is not None and not baseline_features:
@@ -159,7 +160,7 @@ def _rescoring_record(options: FeatureOptions | None) -> dict | None:
     defaults = FeatureOptions()
     record = {key: value for key, value in asdict(options).items() if key not in ("device", "threads")
               and not (key in _ADDED_LATER and value == getattr(defaults, key))}
-    for key in ("model", "reverse_model", "lm", "vocab", *_JOINT_OPTIONS):
+    for key in (*MODEL_OPTIONS, "vocab"):
         if key in record:
             record[key] = file_record(record[key])
     return record

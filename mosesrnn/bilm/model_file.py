@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from ..cslm.config import CSLMConfig
 from ..cslm.model import CSLM
 from ..io.model_store import file_digest, load_weights, read_model_file, save_file
-from ..io.roles import JOINT
+from ..models import JOINT
 from ..version import __version__
 from .data import JointVocabulary
-from .orientation import FORWARD, Orientation
+from .orientation import FORWARD, JOINT_FEATURES, Orientation
 
-__all__ = ["FORMAT_VERSION", "TrainedJoint", "save_joint", "load_joint"]
+__all__ = ["FORMAT_VERSION", "TrainedJoint", "save_joint", "load_joint", "orientation_refusal"]
 
 FORMAT_VERSION = 1
 _REQUIRED = ("config", "windows", "state_dict", "vocabulary")
@@ -58,3 +58,11 @@ def load_joint(path: str, map_location="cpu") -> TrainedJoint:
     return TrainedJoint(network, windows["order"], windows["source_window"],
                       JointVocabulary.from_dict(checkpoint["vocabulary"]), checkpoint.get("info", {}),
                       file_digest(path), Orientation.from_dict(checkpoint.get("orientation")))
+
+
+def orientation_refusal(path: str, option: str) -> str | None:
+    """One line refusing the joint model file ``path`` for the option ``option`` (``bilm``, ``bilm_t2s``...) when it
+    is of another orientation than the option's feature, else None (the registry's check:
+    :data:`~mosesrnn.models.MODELS`)."""
+    wanted = next(o for o in JOINT_FEATURES.values() if o.option == option)
+    return wanted.refusal(load_joint(path).orientation, path)

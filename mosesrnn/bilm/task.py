@@ -10,7 +10,7 @@ from ..cslm.config import MAX_ORDER
 from ..cslm.model import CSLM
 from ..cslm.task import CSLMFamily, CSLMTask, CSLMTrainConfig, CSLMTrainResult, cslm_result
 from ..encdec.direction import SOURCE_TO_TARGET
-from ..io.roles import JOINT
+from ..models import JOINT
 from ..train.driver import drive
 from ..train.loop import LAST
 from .config import JOINT_PRESETS, JOINT_RECIPE, joint_network_config

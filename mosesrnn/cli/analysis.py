@@ -9,6 +9,7 @@ import click
 
 from ..formats.text_file import parallel_lines, text_lines
 from ..io.compressed import atomic_text_output
+from ..models import CSLM, JOINT
 from .common import DEVICE, ENCODING, QUIET, THREADS, Command, load_model, setup_logging
 from .generate import MODEL_OPTION
 from .paths import ANY_MODEL, INPUT, OUTPUT, input_with, output_prefix_of
@@ -89,11 +90,11 @@ def perplexity(model_path, inputs, seed, max_pairs, device, threads, encoding, q
       mosesrnn perplexity -m bilm/best.pt heldout.en heldout.fr heldout.align
     """
     from ..io.model_store import model_kind
-    from ..io.roles import CSLM, JOINT
     setup_logging(quiet)
-    if model_kind(model_path) == CSLM:
+    kind = model_kind(model_path)
+    if kind == CSLM:
         return _language_model_perplexity(model_path, inputs, threads, encoding, max_pairs)
-    if model_kind(model_path) == JOINT:
+    if kind == JOINT:
         return _joint_model_perplexity(model_path, inputs, threads, encoding, max_pairs)
     from ..analysis.perplexity import TextPair
     from ..analysis.perplexity import perplexity as compute

@@ -5,6 +5,7 @@ import click
 
 from ..bilm.config import EXPORT_FILES, JOINT_PRESETS
 from ..encdec.direction import DIRECTIONS, SOURCE_TO_TARGET
+from ..models import JOINT
 from .common import (
     CLIP_NORM,
     LR_DECAY,
@@ -18,7 +19,7 @@ from .common import (
     layer_sizes,
     setup_logging,
 )
-from .paths import INPUT, JOINT_MODEL, kept_output_with, output_folder_writing
+from .paths import INPUT, kept_output_with, model_of, output_folder_writing
 
 __all__ = ["bilm"]
 
@@ -105,7 +106,7 @@ def train(**options):
 
 
 @bilm.command("export", cls=Command)
-@click.option("-m", "--model", "model_path", required=True, type=JOINT_MODEL,
+@click.option("-m", "--model", "model_path", required=True, type=model_of(JOINT),
               help="A joint model file from `mosesrnn bilm train` (best.pt).")
 @click.option("-o", "--output", required=True, type=kept_output_with(*EXPORT_FILES),
               help="The NPLM file for Moses (plain text); OUTPUT.target and OUTPUT.source (the vocabularies) and "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from ..cslm.config import LM_PRESETS, MAX_ORDER
+from ..models import CSLM
 from .common import (
     CLIP_NORM,
     LR_DECAY,
@@ -20,7 +21,7 @@ from .common import (
     layer_sizes,
     setup_logging,
 )
-from .paths import CSLM_MODEL, INPUT, kept_output_with, output_folder_writing
+from .paths import INPUT, kept_output_with, model_of, output_folder_writing
 
 __all__ = ["lm"]
 
@@ -98,7 +99,7 @@ def train(**options):
 
 
 @lm.command("export", cls=Command)
-@click.option("-m", "--model", "model_path", required=True, type=CSLM_MODEL,
+@click.option("-m", "--model", "model_path", required=True, type=model_of(CSLM),
               help="A CSLM file from `mosesrnn lm train` (best.pt).")
 @click.option("-o", "--output", required=True, type=kept_output_with(),
               help="The NPLM file for Moses (plain text, written whole or not at all); refused if it exists, "

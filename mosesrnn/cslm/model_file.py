@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..io.model_store import file_digest, load_weights, read_model_file, save_file
-from ..io.roles import CSLM as CSLM_KIND
+from ..models import CSLM as CSLM_KIND
 from ..text.codec import Codec
 from ..version import __version__
 from .config import CSLMConfig

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..io.roles import CSLM as CSLM_KIND
+from ..models import CSLM as CSLM_KIND
 from ..runtime.devices import resolve_device
 from ..text.codec import Codec
 from ..text.tokenizers import MosesWords

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..io.model_store import ModelFileError, file_digest, load_weights, read_model_file, save_file
-from ..io.roles import ENCODER_DECODER
+from ..models import ENCODER_DECODER
 from ..text.codec import Codec, CodecPair
 from ..text.tokenizers import MosesWords
 from ..text.vocab import VocabularyPair

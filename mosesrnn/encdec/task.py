@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from ..formats.phrase_table import count_scores
-from ..io.roles import ENCODER_DECODER
+from ..models import ENCODER_DECODER
 from ..runtime.devices import resolve_device
 from ..runtime.progress import Progress
 from ..text.subwords import load_vocab_dir, save_vocab_dir

@@ -1,9 +1,10 @@
-"""Which feature columns a job computes, built from the options: the model files loaded once each."""
+"""Which feature columns a job computes, built from the options: the model files loaded once each, by the
+loader of their kind in the model registry (:data:`mosesrnn.models.MODELS`)."""
 from __future__ import annotations
 
 import logging
 
-from ..bilm.orientation import JOINT_FEATURES
+from ..models import MODEL_OPTIONS, kind_of
 from .options import FeatureOptions
 from .registry import FEATURES, Feature
 
@@ -11,9 +12,6 @@ __all__ = ["LoadedModels", "select_features"]
 
 log = logging.getLogger("mosesrnn")
 
-_OPTIONS = {"model": "-m MODEL", "reverse_model": "--reverse-model MODEL", "lm": "--lm CSLM",
-            **{o.option: f"--{o.feature} MODEL" for o in JOINT_FEATURES.values()}}
-_JOINT_OPTIONS = {o.option for o in JOINT_FEATURES.values()}
 #: The settings given other than their default, by the option that gives them: refused where no column takes them.
 _GIVEN = {"normalizer": ("--normalizer skip", lambda options: options.normalizer != "exact"),
           "length_normalize": ("--length-normalize", lambda options: options.length_normalize)}
@@ -30,21 +28,15 @@ class LoadedModels:
 
     def get(self, feature: str, which: str = "model"):
         """The model of option ``which`` (``model``, ``reverse_model``, ``lm``, ``bilm``, ``bilm_t2s``...) that
-        ``feature`` needs: a :class:`~mosesrnn.encdec.model_file.TrainedEncoderDecoder`, a
-        :class:`~mosesrnn.cslm.model_file.TrainedCSLM` or a :class:`~mosesrnn.bilm.model_file.TrainedJoint`."""
+        ``feature`` needs, as its kind's loader returns it: a
+        :class:`~mosesrnn.encdec.model_file.TrainedEncoderDecoder`, a :class:`~mosesrnn.cslm.model_file.TrainedCSLM`
+        or a :class:`~mosesrnn.bilm.model_file.TrainedJoint`."""
         path = getattr(self.options, which)
         if path is None:
-            raise ValueError(f"the {feature} feature needs a model file ({_OPTIONS[which]})")
+            option = MODEL_OPTIONS[which]
+            raise ValueError(f"the {feature} feature needs a model file ({option.flag} {option.placeholder})")
         if which not in self._loaded:
-            if which == "lm":
-                from ..cslm.model_file import load_cslm
-                self._loaded[which] = load_cslm(path)
-            elif which in _JOINT_OPTIONS:
-                from ..bilm.model_file import load_joint
-                self._loaded[which] = load_joint(path)
-            else:
-                from ..encdec.model_file import load_encoder_decoder
-                self._loaded[which] = load_encoder_decoder(path)
+            self._loaded[which] = kind_of(which).load(path)
         return self._loaded[which]
 
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import torch
 
 from ..io.model_store import model_kind
-from ..io.roles import MODEL_KINDS
+from ..models import MODEL_KINDS
 from .loop import BEST, LAST, Loop, LoopResult, LoopSettings, Task, begin_run
 
 __all__ = ["Family", "Outcome", "drive", "check_family", "config_from_options"]
@@ -32,7 +32,7 @@ class Family(Protocol):
     free_on_resume: frozenset[str]
     #: the loss curve's unit (NLL per pair, per token)
     plot_unit: str
-    #: the kind of model file it writes (:data:`~mosesrnn.io.roles.MODEL_KINDS`)
+    #: the kind of model file it writes (:data:`~mosesrnn.models.MODEL_KINDS`)
     kind: str
 
     def check_resume(self, config) -> None:
