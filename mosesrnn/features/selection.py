@@ -45,17 +45,13 @@ def select_features(options: FeatureOptions, tables: bool = False) -> list[Featu
     for a phrase table, which refuses the whole-sentence features.
 
     The defaults leave out ``unk`` for a subword model without word shortlists: it has no UNK
-    (give ``vocab``, word shortlists, to count the words outside them). torch's threads are set
-    here, where the computing starts.
+    (give ``vocab``, word shortlists, to count the words outside them).
     """
     names = options.names()
     sentence_only = [name for name in names if not FEATURES[name].tables]
     if tables and sentence_only:
         raise ValueError(f"{', '.join(sentence_only)} scores whole sentences, not phrase pairs: use it on n-best "
                          f"lists (`mosesrnn nbest --lm`), or inside Moses (`mosesrnn lm export`)")
-    if options.threads:
-        import torch
-        torch.set_num_threads(options.threads)
     models = LoadedModels(options)
     if options.features is None and options.model and options.vocab is None and "unk" in names:
         from .unk import has_word_shortlists
