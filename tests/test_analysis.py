@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from scoring_helpers import TABLE, save_tiny_model
+from scoring_helpers import TABLE
 
 from mosesrnn.analysis import embeddings
 from mosesrnn.analysis.perplexity import TextPair, perplexity, shuffled
@@ -16,13 +16,6 @@ from mosesrnn.cli import main
 from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
-
-torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    return save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt"))
 
 
 @pytest.fixture(scope="module")

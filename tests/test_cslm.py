@@ -39,7 +39,6 @@ from mosesrnn.text.tokenizers import MosesWords
 from mosesrnn.text.vocab import EOS_ID, PAD_ID, Vocabulary
 from mosesrnn.train.validation import target_counts, unigram_perplexity
 
-torch.set_num_threads(1)
 CORPUS = DATA / "tatoeba.train2k.tok.fr"  # 2,000 tokenised French training sentences of the Tatoeba system
 DEV = DATA / "nbest" / "tatoeba.dev30.fr"
 SOURCES = DATA / "nbest" / "tatoeba.dev30.tok.en"

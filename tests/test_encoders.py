@@ -26,8 +26,6 @@ from mosesrnn.text.codec import Codec, CodecPair
 from mosesrnn.text.tokenizers import MosesWords
 from mosesrnn.text.vocab import RESERVED, Vocabulary, build_vocabularies
 
-torch.set_num_threads(1)
-
 #: Small kernel banks, so that long phrases need factorised kernels (KB13 Sec. 5.1.2).
 SMALL_BANKS = dict(csm_kernels=3, cgm_kernels=3, icgm_kernels=3)
 

@@ -2,7 +2,6 @@
 import gzip
 
 import pytest
-import torch
 from click.testing import CliRunner
 from conftest import DATA
 from scoring_helpers import save_tiny_model
@@ -13,8 +12,6 @@ from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.features.unk import UnknownWordFeature
 from mosesrnn.formats.nbest import NbestError, parse_line
 from mosesrnn.pipeline.nbest import NbestPair, score_nbest
-
-torch.set_num_threads(1)
 
 NBEST = DATA / "nbest"
 TATOEBA = NBEST / "tatoeba.dev30.untuned.100best.gz"

@@ -15,7 +15,6 @@ from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.runtime.precision import auto_dtype, precision
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")

@@ -17,17 +17,10 @@ from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries, table_value
 from mosesrnn.text.id_arrays import length_batches
 
-torch.set_num_threads(1)
-
 
 @pytest.fixture(scope="module")
 def entries():
     return list(read_entries(TABLE))[:600]
-
-
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    return save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt"))
 
 
 def reference_log_probs(trained, entries, forward=True):

@@ -10,20 +10,12 @@ import threading
 import time
 
 import pytest
-import torch
 from click.testing import CliRunner
 from scoring_helpers import TABLE, save_tiny_model
 
 from mosesrnn.cli import main
 from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.formats.phrase_table import PhraseTableError, parse_line, read_entries
-
-torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    return save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt"))
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import sys
 import time
 
 import pytest
-import torch
 from click.testing import CliRunner
 from scoring_helpers import TABLE, assert_equal_up_to_rnn_rounding, save_tiny_model
 
@@ -22,13 +21,6 @@ from mosesrnn.io.compressed import count_lines
 from mosesrnn.pipeline.merge import MergeError, merge_parts
 from mosesrnn.pipeline.score import score_table
 from mosesrnn.pipeline.shards import ShardSpec
-
-torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    return save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt"))
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ import signal
 
 import numpy as np
 import pytest
-import torch
 from scoring_helpers import TABLE, save_tiny_model
 
 from mosesrnn.encdec.model_file import load_encoder_decoder
@@ -18,8 +17,6 @@ from mosesrnn.pipeline.shards import ShardSpec
 from mosesrnn.pipeline.table_chunks import RawChunk, TableChunks, parse_chunk
 from mosesrnn.pipeline.workers import ChunkText, WorkerError, WorkerPool, default_workers
 from mosesrnn.text.id_arrays import id_arrays
-
-torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.pipeline.augment import augment_table
 from mosesrnn.text.vocab import EOS_ID, UNK_ID
 
-torch.set_num_threads(1)
 SOURCES = ["the house", "i am here .", "what is this", "he", "we do not know what to do .", "tom"]
 
 

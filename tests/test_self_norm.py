@@ -24,8 +24,6 @@ from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.features.selection import select_features
 from mosesrnn.formats.phrase_table import read_entries
 
-torch.set_num_threads(1)
-
 #: A recipe that moves a tiny model within 80 updates: no warm-up, no decay, the softmax bias at 0 (so
 #: log Z starts at log K, far from 0).
 QUICK = dict(max_updates=80, valid_every=80, output_bias="zero", warmup=0, lr_decay="none", learning_rate=0.03)

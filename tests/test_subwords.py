@@ -22,7 +22,6 @@ from mosesrnn.text.subwords import load_vocab_dir, piece_vocabulary, save_vocab_
 from mosesrnn.text.tokenizers import SentencePieceTokenizer, tokenizer_from_dict, words
 from mosesrnn.text.vocab import UNK_ID, VocabularyPair, unique_pairs
 
-torch.set_num_threads(1)
 PIECES = 400  # 3 reserved + 256 bytes + the characters of the 3k table + some pieces
 TINY_ARGS = ["--embed-dim", "8", "--hidden-dim", "16", "--maxout-units", "8", "--output-rank", "6"]
 
