@@ -19,12 +19,10 @@ from .common import (
     layer_sizes,
     setup_logging,
 )
-from .paths import INPUT, kept_output_with, model_of, output_folder_writing
+from .paths import INPUT, RUN_FOLDER_FILES, kept_output_with, model_of, output_folder_writing
 
 __all__ = ["bilm"]
 
-#: What ``bilm train`` writes inside its output folder.
-JOINT_FOLDER_FILES = ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png")
 
 
 @click.group("bilm")
@@ -48,7 +46,7 @@ def bilm() -> None:
 @click.argument("source", type=INPUT)
 @click.argument("target", type=INPUT)
 @click.argument("alignment", type=INPUT)
-@click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*JOINT_FOLDER_FILES),
+@click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*RUN_FOLDER_FILES),
               help="Model directory: best.pt, last.pt, state.pt, train.jsonl and loss.png go here.")
 @click.option("--valid-share", default=0.01, show_default=True, type=FiniteFloat(0, 1, min_open=True,
               max_open=True), help="Share of the sentence pairs held out (by hash) for validation.")

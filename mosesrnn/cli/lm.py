@@ -21,12 +21,10 @@ from .common import (
     layer_sizes,
     setup_logging,
 )
-from .paths import INPUT, kept_output_with, model_of, output_folder_writing
+from .paths import INPUT, RUN_FOLDER_FILES, kept_output_with, model_of, output_folder_writing
 
 __all__ = ["lm"]
 
-#: What ``lm train`` writes inside its output folder.
-LM_FOLDER_FILES = ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png")
 
 
 @click.group("lm")
@@ -44,7 +42,7 @@ def lm() -> None:
 
 @lm.command("train", cls=Command)
 @click.argument("corpus", type=INPUT)
-@click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*LM_FOLDER_FILES),
+@click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*RUN_FOLDER_FILES),
               help="Model directory: best.pt, last.pt, state.pt, train.jsonl and loss.png go here.")
 @click.option("--valid", type=INPUT,
               help="Validation text (e.g. the dev set's target side); default: --valid-share of CORPUS, by hash.")

@@ -23,13 +23,14 @@ from ..io.roles import (
 )
 from ..models import ENCODER_DECODER
 
-__all__ = ["PathParam", "INPUT", "INPUT_FOLDER", "MODEL", "ANY_MODEL", "OUTPUT",
-           "PROGRAM_OUTPUT",
-           "PLACE", "SCORED_TABLE", "MODEL_FOLDER_FILES", "input_with", "output_with", "kept_output_with",
+__all__ = ["PathParam", "INPUT", "INPUT_FOLDER", "MODEL", "ANY_MODEL", "OUTPUT", "PROGRAM_OUTPUT", "PLACE",
+           "SCORED_TABLE", "RUN_FOLDER_FILES", "MODEL_FOLDER_FILES", "input_with", "output_with", "kept_output_with",
            "output_folder_writing", "output_prefix_of", "model_of"]
 
-#: What the trainers write inside their output folder (no input may be one of these).
-MODEL_FOLDER_FILES = ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png", "vocab")
+#: What every family's trainer writes inside its output folder (no input may be one of these).
+RUN_FOLDER_FILES = ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png")
+#: What `train` writes there: the encoder-decoder keeps its vocabularies beside its run.
+MODEL_FOLDER_FILES = (*RUN_FOLDER_FILES, "vocab")
 
 
 class PathParam(click.Path):
