@@ -18,13 +18,13 @@ from mosesrnn.io.declared import check_write
 
 from .plan import BASELINE, SYSTEM, RoutePlan, StageFiles, file_record, saved_plan, stage_files
 
-__all__ = ["reused_files", "link_reused_runs", "lendable_plan", "tuned_by"]
+__all__ = ["reused_files", "link_reused_runs", "tuned_by"]
 
 
 def reused_files(plan: RoutePlan, system: str, run: int) -> list[tuple[str, str]]:
     """``(here, there)``: the files of run ``run`` of ``system`` that ``plan.runs_from`` lends (none when it did
     not finish that run of the same moses.ini, or when the run is here already)."""
-    saved = lendable_plan(plan.runs_from)
+    saved = _lendable_plan(plan.runs_from)
     if saved is None:
         return []
     lender = tuned_by(saved, dict(plan.systems())[system])
@@ -62,7 +62,7 @@ def link_reused_runs(plan: RoutePlan, log: Callable[[str], None]) -> None:
                     f"({', '.join(sorted(os.path.basename(here) for here, _ in files))})")
 
 
-def lendable_plan(folder: str | None) -> dict | None:
+def _lendable_plan(folder: str | None) -> dict | None:
     """The plan saved in ``folder`` when it is one a run can be lent from (None: no folder, no plan, or a damaged
     one: :mod:`.checks` says which before anything runs)."""
     try:
