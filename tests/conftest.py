@@ -1,4 +1,5 @@
-"""Shared fixtures: paths to the real data the tests run on, and the guard against readers left open.
+"""Shared fixtures: paths to the real data the tests run on, a tiny model file, one torch thread, and the guard
+against readers left open.
 
 The suite runs on the slices in ``tests/data`` alone; where the project's shared data folder lies
 beside the repository (our machines and CI), some tests also run on the whole files.
@@ -63,6 +64,22 @@ def write_pytest_ini(folder: Path) -> None:
 def tatoeba_table() -> Path:
     """3,001 consecutive lines of the real en→fr Tatoeba Moses table (alignment, counts, empty fields)."""
     return DATA / "tatoeba.en-fr.3k.gz"
+
+
+@pytest.fixture(scope="session")
+def model_path(tmp_path_factory) -> str:
+    """A tiny RNN Encoder-Decoder file (:func:`scoring_helpers.save_tiny_model`), made once for the whole run and
+    only read: a test that changes a model file makes its own."""
+    from scoring_helpers import save_tiny_model
+    return save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread():
+    """torch computes on one CPU thread in every test: the numbers do not hang on the machine's cores, and the
+    tests run beside other work (a command's --threads, or an API call's, changes it for that run alone)."""
+    import torch
+    torch.set_num_threads(1)
 
 
 # -- readers left open --------------------------------------------------------------------------------------------

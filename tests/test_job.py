@@ -205,7 +205,7 @@ def test_a_second_ctrl_c_while_lm_train_saves_its_state(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
     from mosesrnn.cli import main
-    from mosesrnn.cslm.model_file import load_language_model
+    from mosesrnn.cslm.model_file import load_cslm
     from mosesrnn.io.model_store import read_state_file
     from mosesrnn.train.loop import STATE_VERSION
     corpus = tmp_path / "corpus.fr"
@@ -224,5 +224,5 @@ def test_a_second_ctrl_c_while_lm_train_saves_its_state(tmp_path, monkeypatch):
     state = read_state_file(str(out / "state.pt"), STATE_VERSION)
     assert state["updates"] == 2  # the state of the validation's save, whole
     for name in ("best.pt", "last.pt"):
-        load_language_model(str(out / name))
+        load_cslm(str(out / name))
     assert not [name for name in os.listdir(out) if name.endswith(".part")]
