@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 from click.testing import CliRunner
+from test_attention import reference_attention
 from test_model import TINY, batch, tiny_model
 from test_model import reference_log_prob as reference_gru_log_prob
 
@@ -196,6 +197,7 @@ REFERENCES = {
     "rnn": lambda model, x, y: reference_c14_decoder(model, reference_rnn(model, x), mean_embedding(model, x), y),
     "rctm1": reference_rctm1,
     "rctm2": reference_rctm2,
+    "attention": reference_attention,  # tests/test_attention.py: BCB15 App. A.2
 }
 
 
@@ -315,7 +317,8 @@ def test_model_file_records_the_encoder_and_scores_identically(tmp_path, encoder
 def test_each_architecture_owns_its_settings_with_the_papers_defaults():
     defaults = {name: ModelConfig(**TINY, encoder=name).options for name in ARCHITECTURES}
     assert defaults == {"gru": {}, "grconv": {"grconv_init_scale": 0.4}, "rnn": {},
-                        "rctm1": {"csm_kernels": 15}, "rctm2": {"cgm_ngram": 4, "cgm_kernels": 7, "icgm_kernels": 9}}
+                        "rctm1": {"csm_kernels": 15}, "rctm2": {"cgm_ngram": 4, "cgm_kernels": 7, "icgm_kernels": 9},
+                        "attention": {"attention_dim": 0}}
     assert ModelConfig.from_dict(ModelConfig(**TINY, encoder="rctm2").to_dict()).options == defaults["rctm2"]
     with pytest.raises(ValueError, match="unknown encoder 'lstm'"):
         ModelConfig(**TINY, encoder="lstm")
@@ -356,7 +359,7 @@ def test_init_follows_each_paper():
     assert torch.all(model.encoder.K.bias == 0)
 
 
-@pytest.mark.parametrize("encoder", ["grconv", "rnn", "rctm1", "rctm2"])
+@pytest.mark.parametrize("encoder", ["grconv", "rnn", "rctm1", "rctm2", "attention"])
 def test_cli_trains_and_scores_end_to_end(tmp_path, tatoeba_table, encoder):
     out = tmp_path / "model"
     result = CliRunner().invoke(main, ["train", str(tatoeba_table), "-o", str(out), "--encoder", encoder,

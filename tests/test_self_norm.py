@@ -31,9 +31,12 @@ QUICK = dict(max_updates=80, valid_every=80, output_bias="zero", warmup=0, lr_de
 
 def full_logits(model, src, src_len, trg, trg_len):
     """Every position's logits over the whole vocabulary, padded order, and the mask of the positions that
-    have a softmax: (B, T, K), (B, T). C14: the decoder's equations run one padded step at a time; the RCTMs:
+    have a softmax: (B, T, K), (B, T). C14: the decoder's equations run one padded step at a time (attention:
+    its ``padded_readout``); the RCTMs:
     their recurrent LM's states (RCTM II's EOS position carries the Poisson length term instead)."""
     decoder, ctx = model.decoder, model.source_context(src, src_len)
+    if hasattr(decoder, "padded_readout"):  # the attention decoder: its deep outputs in the padded order
+        return decoder.logits(decoder.padded_readout(ctx, trg)), lengths_mask(trg_len, trg.size(1))
     if hasattr(decoder, "G_l"):
         mask = lengths_mask(trg_len, trg.size(1))
         e_prev = decoder.previous_embeddings(trg)

@@ -58,7 +58,8 @@ class ModelConfig:
             Sec. 2.2); "rnn" plain tanh units; these three feed the C14 decoder. "rctm1" and "rctm2" are
             the models of Kalchbrenner & Blunsom (2013, Secs. 3-4) with their own recurrent-LM decoders;
             they use one size q = hidden_dim for word vectors and hidden layers and ignore embed_dim,
-            maxout_units and output_rank.
+            maxout_units and output_rank. "attention" is Bahdanau et al. (2015): a bidirectional GRU and a
+            decoder that attends over its annotations (:mod:`mosesrnn.encdec.attention`), with C14's sizes.
         options: the architecture's own settings (its ``settings``: e.g. grConv's ``grconv_init_scale``),
             completed with their defaults.
     """
