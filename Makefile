@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(PYTHON) -m pytest -q
 
 lint: $(STAMP)
-	$(PYTHON) -m pip install --quiet ruff && $(VENV)/bin/ruff check mosesrnn moses_integration tests benchmarks
+	$(VENV)/bin/ruff check mosesrnn moses_integration tests benchmarks
 
 bench: $(STAMP)
 	$(PYTHON) benchmarks/score_speed.py

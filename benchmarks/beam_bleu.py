@@ -17,7 +17,7 @@ import sacrebleu
 import torch
 
 from mosesrnn.encdec.generate import Searcher
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 
 
 def read(path: str) -> list[str]:
@@ -38,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     sources, refs = read(args.src)[:args.limit], read(args.ref)[:args.limit]
-    searcher = Searcher(load_trained_model(args.model), batch_size=args.batch_size)
+    searcher = Searcher(load_encoder_decoder(args.model), batch_size=args.batch_size)
     greedy = [t.text if t else "" for t in searcher.greedy(sources)]
     print(f"{len(sources)} sentences, model {args.model}, torch threads {args.threads}, batch {args.batch_size}")
     print("| beam | length-normalised | BLEU | sentences/s | 1-best = greedy |")

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 
 from mosesrnn.bilm.data import aligned_sentences, examples
-from mosesrnn.bilm.model_file import load_joint_model
+from mosesrnn.bilm.model_file import load_joint
 from mosesrnn.cslm.data import BOS, ngrams
-from mosesrnn.cslm.model_file import load_language_model
+from mosesrnn.cslm.model_file import load_cslm
 from mosesrnn.cslm.scoring import position_scores
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.text.vocab import UNK_ID
@@ -49,7 +49,7 @@ def main() -> None:
                              "repeats sentences: both models have seen those).")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    joint, lm = load_joint_model(args.bilm), load_language_model(args.cslm)
+    joint, lm = load_joint(args.bilm), load_cslm(args.cslm)
     pairs = [pair for pair in aligned_sentences(args.source, args.target, args.alignment) if any(pair[2])]
     if args.unseen:
         seen = {" ".join(line.split()) for line in read_lines(args.unseen)}

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from score_speed import trained_model
 
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.runtime.cpu import cpu_flags
@@ -100,7 +100,7 @@ def main() -> None:
     print("|" + "---|" * len(HEADER))
     models = [(preset, lambda preset=preset: trained_model(preset, entries))
               for preset in filter(None, args.presets.split(","))]
-    models += [(Path(path).name, lambda path=path: load_trained_model(path)) for path in args.model]
+    models += [(Path(path).name, lambda path=path: load_encoder_decoder(path)) for path in args.model]
     for label, load in models:
         for row in compile_rows(load(), entries, args.device, modes, args.rounds, args.batch_tokens,
                                 args.normalizer, label=label):

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from mosesrnn.cslm.data import BOS, ngrams
-from mosesrnn.cslm.model_file import load_language_model
+from mosesrnn.cslm.model_file import load_cslm
 from mosesrnn.cslm.scoring import position_scores
 from mosesrnn.io.compressed import open_input
 from mosesrnn.text.vocab import UNK_ID
@@ -114,7 +114,7 @@ def main() -> None:
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    trained, ngram_model = load_language_model(args.cslm), kenlm.Model(args.kenlm)
+    trained, ngram_model = load_cslm(args.cslm), kenlm.Model(args.kenlm)
     shortlist = set(trained.codec.vocabulary.itos)
     known = {word for line in read_lines(args.corpus) for word in line.split()}
     outside = sorted(word for word in known if word in ngram_model and word not in shortlist)

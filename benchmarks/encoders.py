@@ -23,8 +23,8 @@ import torch
 
 from mosesrnn.encdec import task as trainer
 from mosesrnn.encdec.config import ENCODER_KINDS
-from mosesrnn.encdec.model_file import load_trained_model
-from mosesrnn.encdec.task import TrainConfig
+from mosesrnn.encdec.model_file import load_encoder_decoder
+from mosesrnn.encdec.task import EncoderDecoderTrainConfig
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import first_entries
 
@@ -32,9 +32,9 @@ DEFAULT_TABLE = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "d
                              "phrase-table.gz")
 
 
-def train_one(encoder: str, data, args) -> trainer.TrainResult:
+def train_one(encoder: str, data, args) -> trainer.EncoderDecoderTrainResult:
     """Train ``encoder`` on the already-read ``data`` for ``args.minutes`` of training time."""
-    config = TrainConfig(os.path.join(args.out_dir, encoder), table=args.table, preset="small",
+    config = EncoderDecoderTrainConfig(os.path.join(args.out_dir, encoder), table=args.table, preset="small",
                          valid_size=args.valid_size, valid_every=args.valid_every, max_time=60 * args.minutes,
                          threads=args.threads, seed=args.seed, model_overrides={"encoder": encoder},
                          resume="never", quiet=True)
@@ -48,7 +48,7 @@ def train_one(encoder: str, data, args) -> trainer.TrainResult:
 def scoring_speed(path: str, pairs, threads: int) -> float:
     """Pairs/s of the rnn feature over ``pairs`` (one call, as one chunk of `mosesrnn score`)."""
     torch.set_num_threads(threads)
-    feature = RNNFeature(load_trained_model(path), device="cpu")
+    feature = RNNFeature(load_encoder_decoder(path), device="cpu")
     feature.values(pairs[:200])  # warm-up
     started = time.perf_counter()
     feature.values(pairs)
@@ -69,7 +69,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    first = TrainConfig(os.path.join(args.out_dir, "data"), table=args.table, preset="small",
+    first = EncoderDecoderTrainConfig(os.path.join(args.out_dir, "data"), table=args.table, preset="small",
                         valid_size=args.valid_size, quiet=True)
     os.makedirs(first.output_dir, exist_ok=True)
     started = time.monotonic()

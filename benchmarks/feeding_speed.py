@@ -34,7 +34,7 @@ import torch
 import mosesrnn
 from mosesrnn.encdec.config import model_config
 from mosesrnn.encdec.model import build_model
-from mosesrnn.encdec.model_file import TrainedModel, save_trained_model
+from mosesrnn.encdec.model_file import TrainedEncoderDecoder, save_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.runtime.cpu import cpu_flags
@@ -47,14 +47,14 @@ TABLE = ROOT.parent / "shared/data/tatoeba-moses-en-fr/phrase-table.gz"
 EXAMPLE = ROOT / "examples/phrase-table.gz"
 
 
-def tiny_model(entries, size: int = 15000) -> TrainedModel:
+def tiny_model(entries, size: int = 15000) -> TrainedEncoderDecoder:
     """A 4-unit model over the slice's shortlists (random weights: the feeding does not depend on them)."""
     found, _ = build_vocabularies(entries, size)
     text = CodecPair(*(Codec(MosesWords(), vocabulary) for vocabulary in (found.source, found.target)))
     torch.manual_seed(0)
     config = model_config("small", len(found.source), len(found.target), embed_dim=4, hidden_dim=4,
                           maxout_units=4, output_rank=4)
-    return TrainedModel(build_model(config).eval(), text, "source-to-target", {}, "tiny")
+    return TrainedEncoderDecoder(build_model(config).eval(), text, "source-to-target", {}, "tiny")
 
 
 class ModelClock:
@@ -149,7 +149,7 @@ def main() -> None:
         model = os.path.join(directory, "tiny.pt")
         trained = tiny_model(entries)
         # standing as self-normalised, so that --normalizer skip runs: the network is then a gather, not a softmax
-        save_trained_model(model, trained.model, trained.text, info={"self_norm": 0.1, "log_z_mean": 0.0})
+        save_encoder_decoder(model, trained.model, trained.text, info={"self_norm": 0.1, "log_z_mean": 0.0})
         workers = [int(n) for n in args.workers_list.split(",")] if has_workers() else [None]
         short = f" (asked {args.lines:,}: the table holds no more)" if lines < args.lines else ""
         print(f"\n== end to end: mosesrnn score on the first {lines:,} lines{short}, median of {args.rounds} runs "

@@ -59,7 +59,7 @@ from score_speed import flops_per_pair, matmul_flops, pairs_per_second, trained_
 from torch.overrides import TorchFunctionMode
 
 from mosesrnn.cli import main as cli
-from mosesrnn.encdec.model_file import load_trained_model, save_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder, save_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.io import gzip_stream
@@ -437,16 +437,16 @@ def waits_section(report: Report, budget: Budget, device: str, entries, sizes: S
     batch_tokens = min(sizes.batch_tokens)  # the smallest batches: the most of them per chunk
     chunks = [entries[start:start + sizes.chunk_lines] for start in range(0, len(entries), sizes.chunk_lines)]
     if device == "cpu":
-        report.command(f"RNNFeature(load_trained_model('{MODEL.relative_to(ROOT)}'), normaliser=..., dtype=..., "
+        report.command(f"RNNFeature(load_encoder_decoder('{MODEL.relative_to(ROOT)}'), normaliser=..., dtype=..., "
                        f"batch_tokens={batch_tokens}).values(chunk) under a TorchFunctionMode counting the tensor "
                        f"calls that read a value back (tolist, item, cpu, bool, int, float), chunks of "
                        f"{sizes.chunk_lines:,} pairs")
     else:
-        report.command(f"torch.profiler (CPU + CUDA) around RNNFeature(load_trained_model("
+        report.command(f"torch.profiler (CPU + CUDA) around RNNFeature(load_encoder_decoder("
                        f"'{MODEL.relative_to(ROOT)}'), device='{device}', normaliser=..., dtype=..., batch_tokens="
                        f"{batch_tokens}).values(chunk), chunks of {sizes.chunk_lines:,} pairs: "
                        f"{', '.join(WAITS)}; device-to-host copies; aten::_local_scalar_dense")
-    trained = load_trained_model(str(MODEL), map_location=device)
+    trained = load_encoder_decoder(str(MODEL), map_location=device)
     rows = []
     for normaliser, dtype in PATHS:
         feature = RNNFeature(trained, normaliser=normaliser, dtype=dtype, batch_tokens=batch_tokens, device=device)
@@ -485,12 +485,12 @@ def agreement_section(report: Report, budget: Budget, device: str, table: str, s
         return
     with read_entries(table) as stream:
         entries = list(itertools.islice(stream, sizes.agreement_pairs))
-    report.command(f"RNNFeature(load_trained_model('{MODEL.relative_to(ROOT)}'), device=..., dtype=...)"
+    report.command(f"RNNFeature(load_encoder_decoder('{MODEL.relative_to(ROOT)}'), device=..., dtype=...)"
                    f".values(first {len(entries):,} pairs), against device='cpu', dtype='fp32'")
-    reference = RNNFeature(load_trained_model(str(MODEL)), device="cpu").values(entries)
+    reference = RNNFeature(load_encoder_decoder(str(MODEL)), device="cpu").values(entries)
     rows = []
     for dtype in ("fp32", "bf16"):
-        values = RNNFeature(load_trained_model(str(MODEL), map_location=device), device=device,
+        values = RNNFeature(load_encoder_decoder(str(MODEL), map_location=device), device=device,
                             dtype=dtype).values(entries)
         delta = [abs(a - b) for a, b in zip(values, reference)]
         rows.append([f"{device} {dtype}", sized(len(entries), sizes.agreement_pairs, "pairs"), f"{max(delta):.2e}",
@@ -557,7 +557,7 @@ def score_section(report: Report, budget: Budget, device: str, table: str, paper
         paper_path = None
         if paper is not None:
             paper_path = os.path.join(folder, "paper-random.pt")
-            save_trained_model(paper_path, paper.model.to("cpu"), paper.text)
+            save_encoder_decoder(paper_path, paper.model.to("cpu"), paper.text)
         report.line(f"slice.gz: the first {lines:,} lines of {table}; paper-random.pt: the "
                     f"paper-preset model of the model-only rows (random weights); rows without --workers run "
                     f"the scorer's default{' (--workers auto)' if workers else ''}\n")

@@ -29,7 +29,7 @@ import torch
 
 from mosesrnn.encdec import encoders
 from mosesrnn.encdec.layers import gru_update
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.runtime.cpu import cpu_flags
@@ -113,7 +113,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.getLogger("mosesrnn").setLevel(logging.ERROR)  # bf16 on a CPU without it warns at every feature
     torch.set_num_threads(args.threads)
-    trained = load_trained_model(args.model)
+    trained = load_encoder_decoder(args.model)
     with read_entries(args.table) as table:
         entries = list(itertools.islice(table, args.pairs))
     sources = [entry.source for entry in entries]

@@ -37,7 +37,7 @@ import torch
 
 from mosesrnn.encdec.config import model_config, preset_shortlist
 from mosesrnn.encdec.model import build_model
-from mosesrnn.encdec.model_file import TrainedModel, load_trained_model, save_trained_model
+from mosesrnn.encdec.model_file import TrainedEncoderDecoder, load_encoder_decoder, save_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.io.compressed import count_lines
@@ -52,7 +52,7 @@ PATHS = "exact:fp32,exact:bf16,exact:int8"
 TABLE = str(Path(__file__).resolve().parents[2] / "shared/data/tatoeba-moses-en-fr/phrase-table.gz")
 
 
-def trained_model(preset: str, entries, init_std: float = 0.01, size: int | None = None) -> TrainedModel:
+def trained_model(preset: str, entries, init_std: float = 0.01, size: int | None = None) -> TrainedEncoderDecoder:
     """A randomly initialised model of `preset` whose shortlists are the slice's words, padded to ``size``
     (default: the preset's shortlist)."""
     size = size or preset_shortlist(preset)
@@ -62,7 +62,7 @@ def trained_model(preset: str, entries, init_std: float = 0.01, size: int | None
     torch.manual_seed(0)
     config = model_config(preset, len(text.source.vocabulary), len(text.target.vocabulary), init_std=init_std)
     model = build_model(config).eval()
-    return TrainedModel(model, text, "source-to-target", {}, f"random-{preset}")
+    return TrainedEncoderDecoder(model, text, "source-to-target", {}, f"random-{preset}")
 
 
 def flops_per_pair(config, entries, skip: bool = False) -> tuple[float, str]:
@@ -123,7 +123,7 @@ def name(path: tuple[str, str]) -> str:
     return ":".join(path)
 
 
-def report_speed(label: str, trained: TrainedModel, entries, args) -> None:
+def report_speed(label: str, trained: TrainedEncoderDecoder, entries, args) -> None:
     """One row per (threads, path): median pairs/s over alternated rounds, spread, ratio to the first path."""
     paths = parse_paths(args.paths)
     config = trained.model.config
@@ -164,7 +164,7 @@ def best_targets(entries, values) -> dict[str, str]:
     return {source: target for source, (_, target) in best.items() if counts[source] > 1}
 
 
-def report_accuracy(label: str, trained: TrainedModel, entries, args) -> None:
+def report_accuracy(label: str, trained: TrainedEncoderDecoder, entries, args) -> None:
     """Each path against the exact fp32 log p, and against its own normaliser in fp32 (the dtype's share)."""
     torch.set_num_threads(args.accuracy_threads)
     paths = parse_paths(args.paths)
@@ -212,7 +212,7 @@ def report_memory(entries, table: str) -> None:
     with tempfile.TemporaryDirectory() as directory:
         trained = trained_model("small", entries)
         model = os.path.join(directory, "small.pt")
-        save_trained_model(model, trained.model, trained.text)
+        save_encoder_decoder(model, trained.model, trained.text)
         with gzip.open(table) as lines, gzip.open(os.path.join(directory, "1m.gz"), "wb", 1) as out:
             out.writelines(itertools.islice(lines, 1_000_000))
         with open(os.path.join(directory, "twice.gz"), "wb") as out:
@@ -252,11 +252,11 @@ def main() -> None:
         report_speed(f"preset {preset}, random weights", trained_model(preset, entries, size=args.vocab_size),
                      entries, args)
     for path in args.model:
-        report_speed(f"trained {path}", load_trained_model(path), entries, args)
+        report_speed(f"trained {path}", load_encoder_decoder(path), entries, args)
     if args.model or args.accuracy_model:
         accuracy = list(itertools.islice(read_entries(args.table), args.accuracy_pairs))
         for path in args.model + args.accuracy_model:
-            report_accuracy(path, load_trained_model(path), accuracy, args)
+            report_accuracy(path, load_encoder_decoder(path), accuracy, args)
     if args.memory:
         report_memory(entries, args.table)
 

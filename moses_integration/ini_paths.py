@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from .ini_format import IniLine, parse_ini, replace_tokens, split_comment
+from mosesrnn.formats.moses_ini import IniLine, parse_ini, replace_tokens, split_comment
 
 __all__ = ["LEGACY_PATH_FIELDS", "IniPath", "PathChange", "file_paths", "is_relative", "check_no_space",
            "absolute_paths"]

@@ -1,7 +1,7 @@
 """The one moses.ini updater: a phrase table pointed at a table with appended feature columns, and
 (:func:`update_moses_ini`, what ``mosesrnn moses-ini`` calls) every path made absolute, a NeuralLM added.
 
-The file is read the way Moses reads it (see :mod:`.ini_format`). Only the lines that must change
+The file is read the way Moses reads it (see :mod:`mosesrnn.formats.moses_ini`). Only the lines that must change
 are rewritten; every other byte, comment and line ending stays as it was.
 
 What changes, for the phrase table chosen by name:
@@ -13,7 +13,7 @@ What changes, for the phrase table chosen by name:
   table's line change and one ``[weight-t]`` line per new column is inserted after its weights.
 
 The phrase tables are found and named as Moses names them by
-:func:`~moses_integration.ini_format.phrase_tables`.
+:func:`~mosesrnn.formats.moses_ini.phrase_tables`.
 """
 from __future__ import annotations
 
@@ -23,22 +23,24 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from mosesrnn.formats.phrase_table import count_scores
-from mosesrnn.io.compressed import atomic_output
-
-from .bilingual_lm import BilingualLMLine, with_bilingual_lm
-from .binarize import BINARY_FORMATS, moses_table_path
-from .ini_format import (
+from mosesrnn.formats.moses_ini import (
     IniLine,
     MosesIniError,
     PhraseTable,
     parse_ini,
     phrase_tables,
+    pick_phrase_table,
     read_ini_text,
     replace_tokens,
     section_values,
     split_comment,
+    split_weight_line,
 )
+from mosesrnn.formats.phrase_table import count_scores
+from mosesrnn.io.compressed import atomic_output
+
+from .bilingual_lm import BilingualLMLine, with_bilingual_lm
+from .binarize import BINARY_FORMATS, moses_table_path
 from .ini_paths import PathChange, absolute_paths, check_no_space
 from .neural_lm import NeuralLMLine, with_neural_lm
 from .new_columns import new_column_weights, scored_columns
@@ -73,16 +75,14 @@ class IniUpdate:
 
 
 def _select(tables: Sequence[PhraseTable], feature: str | None, path: str) -> PhraseTable:
+    chosen = pick_phrase_table([t.name for t in tables], feature)
+    if len(chosen) == 1:
+        return next(table for table in tables if table.name == chosen[0])
     names = ", ".join(f"{t.name} ({t.type})" for t in tables)
     if not tables:
         raise MosesIniError(path, None, "no phrase table in [feature] or [ttable-file]")
     if feature is None:
-        if len(tables) > 1:
-            raise MosesIniError(path, None, f"several phrase tables: {names}; choose one with --feature")
-        return tables[0]
-    for table in tables:
-        if table.name == feature:
-            return table
+        raise MosesIniError(path, None, f"several phrase tables: {names}; choose one with --feature")
     raise MosesIniError(path, None, f"no phrase table named {feature}; the phrase tables are: {names}")
 
 
@@ -130,16 +130,17 @@ def _rewrite_feature_line(table: PhraseTable, num: int, table_path: str, add: in
 
 
 def _weight_line(lines: Sequence[IniLine], table: PhraseTable, path: str) -> tuple[IniLine, list[str]]:
-    found = [line for line in section_values(lines, "weight") if line.value.split()[0] == f"{table.name}="]
+    found = [(line, split[1]) for line in section_values(lines, "weight")
+             if (split := split_weight_line(line.value)) and split[0] == table.name]
     if not found:
         raise MosesIniError(path, None, f"no [weight] line '{table.name}= ...' for {table.name}")
     if len(found) > 1:
-        raise MosesIniError(path, found[1].number, f"{table.name} has several [weight] lines")
-    values = found[0].value.split()[1:]
+        raise MosesIniError(path, found[1][0].number, f"{table.name} has several [weight] lines")
+    line, values = found[0]
     if len(values) != table.num_features:
-        raise MosesIniError(path, found[0].number, f"{table.name} has num-features={table.num_features} "
+        raise MosesIniError(path, line.number, f"{table.name} has num-features={table.num_features} "
                             f"but {len(values)} weights; fix the file before adding columns")
-    return found[0], values
+    return line, values
 
 
 def _rewrite_current(lines: list[str], ini: Sequence[IniLine], table: PhraseTable,
@@ -218,7 +219,7 @@ def updated_ini(ini_path: str, table: str, add: int | None = None, features: Seq
     A table whose columns the ini counts already (a tuned ini pointed at a pruned copy of its
     table) only gets the new path. Refuses a table whose first line does not have exactly the new
     num-features scores. Raises
-    ValueError (its subclass :class:`~moses_integration.ini_format.MosesIniError` for the files),
+    ValueError (its subclass :class:`~mosesrnn.formats.moses_ini.MosesIniError` for the files),
     PhraseTableError and OSError.
     """
     implicit = add is None and features is None and weights is None  # the columns are the sidecar's

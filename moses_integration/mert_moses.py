@@ -15,10 +15,10 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable
 
+from mosesrnn.formats.moses_ini import parse_ini, read_ini_text
 from mosesrnn.io.atomic import atomic_file, log_file, program_output
 from mosesrnn.io.compressed import read_bytes
 
-from .ini_format import parse_ini, read_ini_text
 from .ini_paths import file_paths, is_relative
 from .tools import (
     MOSES_BIN_ENV,

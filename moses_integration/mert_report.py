@@ -24,10 +24,10 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from mosesrnn.formats.moses_ini import MosesIniError, read_ini_text, read_weights, replace_weights
 from mosesrnn.io.compressed import atomic_output, read_bytes
 from mosesrnn.tuning.bleu import file_bleu
 
-from .ini_format import MosesIniError, read_ini_text, read_weights, replace_weights
 from .route.report import compare_with
 from .route.report_file import REPORT_JSON, markdown, read_report
 
@@ -179,7 +179,7 @@ def format_tuning(tuning: Tuning) -> str:
 def apply_iteration(iteration: Iteration, full_ini: str, output: str) -> None:
     """Write ``output``: the full (unfiltered) ``full_ini`` with ``iteration``'s weights.
 
-    Only the ``[weight]`` lines change (see :func:`~moses_integration.ini_format.replace_weights`);
+    Only the ``[weight]`` lines change (see :func:`~mosesrnn.formats.moses_ini.replace_weights`);
     the output appears atomically. Raises MosesIniError if the iteration's ini holds no weights.
     """
     if not iteration.weights:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from moses_integration.ini_format import MosesIniError, declared_features, parse_ini, section_values, split_comment
+from mosesrnn.formats.moses_ini import MosesIniError, declared_features, parse_ini, section_values, split_comment
 from mosesrnn.formats.nplm import read_nplm_config
 
 from .ini_paths import check_no_space

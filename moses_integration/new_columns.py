@@ -24,7 +24,7 @@ __all__ = ["DEFAULT_WEIGHTS", "DEFAULT_FEATURES", "scored_columns", "new_column_
 
 #: Each feature's initial weight, from the feature registry.
 DEFAULT_WEIGHTS = {name: spec.default_weight for name, spec in FEATURES.items()}
-DEFAULT_FEATURES = default_features(with_model=True)
+DEFAULT_FEATURES = default_features({"model"})
 
 
 def scored_columns(table: str) -> tuple[str, ...] | None:

@@ -14,11 +14,11 @@ import os
 import subprocess
 from typing import Sequence
 
+from mosesrnn.formats.moses_ini import declared_features, parse_ini, read_ini_text
 from mosesrnn.formats.nbest import NbestEntry, read_nbest
 from mosesrnn.formats.text_file import text_lines
 from mosesrnn.io.compressed import atomic_text_output
 
-from .ini_format import declared_features, parse_ini, read_ini_text
 from .mert_moses import MertSetupError, MosesTools, decode_command
 from .tools import describe_exit, format_command
 

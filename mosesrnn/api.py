@@ -27,7 +27,9 @@ from typing import Callable, Sequence
 
 from .features.options import FeatureOptions
 from .io.job import declares
-from .io.roles import ENCODER_DECODER, input_file, model_file, output_file
+from .io.roles import input_file, model_file, output_file
+from .models import ENCODER_DECODER
+from .runtime.cpu import cpu_threads
 
 __all__ = ["Model", "FeatureOptions", "load", "score_table", "score_nbest", "prune_table"]
 
@@ -129,10 +131,10 @@ class Model:
 def load(path: str, device: str = "auto", dtype: str = "fp32") -> Model:
     """The model of a model file (``best.pt``), on ``device`` (``auto``: a GPU if there is one), running its
     matmuls in ``dtype`` (fp32, bf16, int8 or auto: see :mod:`mosesrnn.runtime.precision`)."""
-    from .encdec.model_file import load_trained_model
+    from .encdec.model_file import load_encoder_decoder
     from .runtime.devices import resolve_device
     device = resolve_device(device)
-    return Model(load_trained_model(path, map_location=device), device, dtype)
+    return Model(load_encoder_decoder(path, map_location=device), device, dtype)
 
 
 @declares(table=input_file(".json"), output=SCORED_TABLE, features=FeatureOptions.declared_paths)
@@ -144,7 +146,8 @@ def score_table(table: str, output: str, features: FeatureOptions = FeatureOptio
 
     The options are those of ``mosesrnn score --help`` (``workers`` None: as many as the table's size and the
     machine's cores repay, :func:`~mosesrnn.pipeline.workers.default_workers`; more than the cores are capped,
-    with a warning; with workers and no ``threads`` the model gets the cores the workers leave). Returns a
+    with a warning; with workers and no ``threads`` the model gets the cores the workers leave; torch's threads
+    are the caller's again after it). Returns a
     :class:`~mosesrnn.pipeline.score.ScoreSummary`; warnings about the table (scored already, the
     other direction) go to the ``mosesrnn`` logger.
     """
@@ -156,13 +159,13 @@ def score_table(table: str, output: str, features: FeatureOptions = FeatureOptio
     shard_spec = ShardSpec.parse(shard)
     workers = (default_workers(None if table == "-" else estimated_text_size(table)) if workers is None
                else worker_count(workers))
-    selected = select_features(features, tables=True)
-    if workers and features.threads is None:  # the workers' cores are not torch's
-        import torch
-        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) - workers))
-    return run(table, output, selected, encoding=encoding, chunk_lines=chunk_lines,
-               shard=shard_spec, resume=resume, checkpoint_every=checkpoint_every,
-               checkpoint_seconds=60 * checkpoint_minutes, workers=workers, progress=progress)
+    threads = features.threads
+    if workers and threads is None:  # the workers' cores are not torch's
+        threads = max(1, len(os.sched_getaffinity(0)) - workers)
+    with cpu_threads(threads):
+        return run(table, output, select_features(features, tables=True), encoding=encoding,
+                   chunk_lines=chunk_lines, shard=shard_spec, resume=resume, checkpoint_every=checkpoint_every,
+                   checkpoint_seconds=60 * checkpoint_minutes, workers=workers, progress=progress)
 
 
 @declares(nbest=input_file(), source=input_file(), output=output_file(), features=FeatureOptions.declared_paths,
@@ -172,11 +175,12 @@ def score_nbest(nbest: str, source: str, output: str, features: FeatureOptions =
                 progress: Callable[[int], None] | None = None):
     """``mosesrnn nbest``: add the values of ``features`` to every hypothesis of a Moses n-best list whose
     source sentences are the lines of ``source`` (``word_scores``: a file for the rnn model's per-token scores).
-    Returns a :class:`~mosesrnn.pipeline.nbest.NbestSummary`."""
+    Returns a :class:`~mosesrnn.pipeline.nbest.NbestSummary`; torch's threads are the caller's again after it."""
     from .features.selection import select_features
     from .pipeline.nbest import score_nbest as run
-    return run(nbest, source, output, select_features(features), dict(features.labels), word_scores=word_scores,
-               chunk_lines=chunk_lines, encoding=encoding, progress=progress)
+    with cpu_threads(features.threads):
+        return run(nbest, source, output, select_features(features), dict(features.labels),
+                   word_scores=word_scores, chunk_lines=chunk_lines, encoding=encoding, progress=progress)
 
 
 @declares(table=input_file(".json"), output=output_file(".json"), weights=input_file(), reordering=input_file(),

@@ -1,4 +1,5 @@
-"""Shared fixtures: paths to the real data the tests run on, and the guard against readers left open.
+"""Shared fixtures: paths to the real data the tests run on, a tiny model file, one torch thread, and the guard
+against readers left open.
 
 The suite runs on the slices in ``tests/data`` alone; where the project's shared data folder lies
 beside the repository (our machines and CI), some tests also run on the whole files.
@@ -65,6 +66,22 @@ def tatoeba_table() -> Path:
     return DATA / "tatoeba.en-fr.3k.gz"
 
 
+@pytest.fixture(scope="session")
+def model_path(tmp_path_factory) -> str:
+    """A tiny RNN Encoder-Decoder file (:func:`scoring_helpers.save_tiny_model`), made once for the whole run and
+    only read: a test that changes a model file makes its own."""
+    from scoring_helpers import save_tiny_model
+    return save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread():
+    """torch computes on one CPU thread in every test: the numbers do not hang on the machine's cores, and the
+    tests run beside other work (a command's --threads, or an API call's, changes it for that run alone)."""
+    import torch
+    torch.set_num_threads(1)
+
+
 # -- readers left open --------------------------------------------------------------------------------------------
 #: How long the reading and writing threads a test started get to end after it (a closed reader's has ended).
 THREAD_GRACE = 2.0
@@ -109,10 +126,10 @@ def _reading_thread(thread: threading.Thread) -> bool:
 def no_reader_left_open(_gzip_streams, _young_garbage_only):
     """Fail a test that leaves a reader open for the garbage collector to close (see :mod:`mosesrnn.io.readers`).
 
-    After the test: a threaded gzip stream it opened and did not close, or a reading or writing thread
-    (mosesrnn's) still running after :data:`THREAD_GRACE`, fails it here; a garbage collection then finalises what
-    it left, so that a :class:`~mosesrnn.io.readers.Reader` collected unclosed warns ResourceWarning within this
-    test (an error: setup.cfg), and nothing it left is closed later, in another test's thread.
+    After the test: a threaded gzip stream it opened and did not close, or a reading or writing thread (mosesrnn's)
+    still running after :data:`THREAD_GRACE`, fails it here; a garbage collection then finalises what it left, so
+    that a :class:`~mosesrnn.io.readers.Reader` collected unclosed warns ResourceWarning within this test (an error:
+    setup.cfg), and nothing it left is closed later, in another test's thread.
     """
     threads, first = set(threading.enumerate()), next(_SERIALS)
     yield

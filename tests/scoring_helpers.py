@@ -8,7 +8,7 @@ import torch
 
 from mosesrnn.encdec.config import ModelConfig
 from mosesrnn.encdec.model import EncoderDecoder
-from mosesrnn.encdec.model_file import save_trained_model
+from mosesrnn.encdec.model_file import save_encoder_decoder
 from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.text.codec import Codec, CodecPair
 from mosesrnn.text.tokenizers import MosesWords
@@ -31,7 +31,7 @@ def save_tiny_model(path: str, direction: str = "source-to-target", seed: int = 
         for param in model.parameters():
             param.normal_(0.0, 0.3)
     text = CodecPair(Codec(MosesWords(), vocabularies.source), Codec(MosesWords(), vocabularies.target))
-    save_trained_model(path, model, text, direction)
+    save_encoder_decoder(path, model, text, direction)
     return path
 
 
@@ -66,7 +66,7 @@ def save_tiny_joint_model(path: str, seed: int = 0, order: int = 3, source_windo
 
     from mosesrnn.bilm.config import joint_network_config
     from mosesrnn.bilm.data import joint_vocabulary
-    from mosesrnn.bilm.model_file import JointModel, save_joint_model
+    from mosesrnn.bilm.model_file import TrainedJoint, save_joint
     from mosesrnn.bilm.orientation import JOINT_FEATURES
     from mosesrnn.cslm.model import CSLM
 
@@ -82,7 +82,7 @@ def save_tiny_joint_model(path: str, seed: int = 0, order: int = 3, source_windo
         with torch.no_grad():
             for parameter in network.parameters():
                 parameter.normal_(0.0, std)
-    save_joint_model(path, JointModel(network, order, source_window, vocabulary, {"log_z_mean": 0.0},
+    save_joint(path, TrainedJoint(network, order, source_window, vocabulary, {"log_z_mean": 0.0},
                                       orientation=JOINT_FEATURES[feature]))
     return path
 

@@ -6,28 +6,21 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from scoring_helpers import TABLE, save_tiny_model
+from scoring_helpers import TABLE
 
 from mosesrnn.analysis import embeddings
 from mosesrnn.analysis.perplexity import TextPair, perplexity, shuffled
 from mosesrnn.analysis.report import read_columns, spearman
 from mosesrnn.analysis.topk import choose_groups, rank_candidates, text_report, tsv_lines
 from mosesrnn.cli import main
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
-
-torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    return save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt"))
 
 
 @pytest.fixture(scope="module")
 def trained(model_path):
-    return load_trained_model(model_path)
+    return load_encoder_decoder(model_path)
 
 
 @pytest.fixture(scope="module")
@@ -147,11 +140,11 @@ def test_perplexity_max_pairs_measures_the_first_lines_of_every_family(family, m
     from scoring_helpers import save_tiny_joint_model
     from test_cslm import tiny_lm
 
-    from mosesrnn.cslm.model_file import save_language_model
+    from mosesrnn.cslm.model_file import save_cslm
     source, target, alignment = (str(DATA / f"tatoeba.train2k.{suffix}") for suffix in ("tok.en", "tok.fr", "align"))
     if family == "cslm":
         lm = tiny_lm()
-        save_language_model(str(tmp_path / "lm.pt"), lm.model, lm.codec)
+        save_cslm(str(tmp_path / "lm.pt"), lm.model, lm.codec)
         model, inputs = str(tmp_path / "lm.pt"), [target]
     elif family == "joint":
         model, inputs = save_tiny_joint_model(str(tmp_path / "bilm.pt")), [source, target, alignment]

@@ -9,18 +9,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from scoring_helpers import TABLE, save_tiny_model
+from scoring_helpers import TABLE
 
 import mosesrnn
 from mosesrnn.cli import main
 from mosesrnn.formats.phrase_table import read_entries
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
-
-
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory) -> str:
-    return save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt"))
 
 
 def test_log_prob_is_the_rnn_column_of_score(model_path, tmp_path):
@@ -53,6 +48,18 @@ def test_score_table_takes_the_commands_care(model_path, tmp_path):
     summary = mosesrnn.score_table(str(table), str(tmp_path / "out.gz"), features)
     assert summary.lines == gzip.decompress(table.read_bytes()).count(b"\n")
     assert "rnn(" in summary.signature and "unk(" in summary.signature
+
+
+def test_the_api_leaves_the_callers_threads_alone(model_path, tmp_path):
+    """A job's torch threads (FeatureOptions.threads, or the cores its workers leave) are the job's alone."""
+    import torch
+    before, during = torch.get_num_threads(), []
+    features = mosesrnn.FeatureOptions(model=model_path, device="cpu", threads=before + 1)
+    mosesrnn.score_table(TABLE, str(tmp_path / "out.gz"), features, workers=0,
+                         progress=lambda *_: during.append(torch.get_num_threads()))
+    mosesrnn.score_table(TABLE, str(tmp_path / "workers.gz"), mosesrnn.FeatureOptions(model=model_path, device="cpu"),
+                         workers=1)
+    assert set(during) == {before + 1} and torch.get_num_threads() == before
 
 
 @pytest.mark.parametrize("text", ["not a model\n", "la maison ||| the house ||| 0.5\n", ""])

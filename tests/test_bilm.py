@@ -30,7 +30,7 @@ from mosesrnn.bilm.data import (
     read_alignment,
 )
 from mosesrnn.bilm.export import joint_network
-from mosesrnn.bilm.model_file import load_joint_model
+from mosesrnn.bilm.model_file import load_joint
 from mosesrnn.bilm.scoring import aligned, sentence_scores, translation_affiliations
 from mosesrnn.cli import main
 from mosesrnn.formats.errors import FileLineError
@@ -158,7 +158,7 @@ def trained(tmp_path_factory) -> str:
 
 
 def test_training_beats_the_unigram_model_and_stays_self_normalised(trained):
-    model = load_joint_model(trained)
+    model = load_joint(trained)
     assert model.info["valid_ppl"] < model.info["unigram_ppl"]
     assert abs(model.info["log_z_mean"]) < 0.5
     assert (model.order, model.source_window) == (3, 2)
@@ -169,7 +169,7 @@ def test_the_export_is_what_bilingual_nplm_reads(trained, tmp_path):
     out = tmp_path / "bilm.nplm"
     result = CliRunner().invoke(main, ["bilm", "export", "-m", trained, "-o", str(out)])
     assert result.exit_code == 0, result.output
-    model = load_joint_model(trained)
+    model = load_joint(trained)
     assert (tmp_path / "bilm.nplm.target").read_text().split() == list(model.vocabulary.target)
     assert (tmp_path / "bilm.nplm.source").read_text().split() == list(model.vocabulary.source)
     assert (tmp_path / "bilm.nplm.target").read_text().splitlines()[0] == "<unk>"
@@ -215,7 +215,7 @@ def test_two_hidden_layers_are_exported_as_nplms_two_layer_form(tmp_path):
     result = CliRunner().invoke(main, ["bilm", "export", "-m", str(run / "best.pt"), "-o", str(tmp_path / "b.nplm")])
     assert result.exit_code == 0, result.output
     network = read_nplm((tmp_path / "b.nplm").open(encoding="utf-8"))
-    model = load_joint_model(str(run / "best.pt"))
+    model = load_joint(str(run / "best.pt"))
     assert [len(biases) for _, biases in network.hidden] == [16, 8]
     for (weights, biases), layer in zip(network.hidden, model.network.hidden):
         np.testing.assert_allclose(weights, layer.weight.detach().double().numpy(), rtol=1e-8)
@@ -246,7 +246,7 @@ def test_inside_a_phrase_the_affiliation_does_not_look_into_the_next_one():
 
 
 def test_sentence_scores_are_the_networks_sums_and_moses_floor(trained):
-    model = load_joint_model(trained)
+    model = load_joint(trained)
     translation = aligned("i &apos;m late .", "je suis en retard .", "0-0 1-1 2-3 3-4", "0-1=0-1 2=2-3 3=4")
     assert list(translation.affiliated) == [0, 1, 2, 2, 3]
     voc = model.vocabulary
@@ -298,17 +298,17 @@ def test_moses_bilingual_nplm_values_are_our_scores(tmp_path, heap):
     assert len(entries) > 20
     theirs = [dict(entry.features)["BilingualNPLM0"][0] for entry in entries]
     translations = [aligned(sources[e.sentence_id], e.hypothesis, e.fields[5], e.fields[4]) for e in entries]
-    ours = sentence_scores(load_joint_model(model), translations, normalized=False)
+    ours = sentence_scores(load_joint(model), translations, normalized=False)
     np.testing.assert_allclose(theirs, ours, rtol=1e-5, atol=1e-3,  # Moses prints 6 significant digits
                                err_msg="this Moses' NPLM lacks its fix: run moses_integration/fix-nplm.sh")
     # the affiliation searched over the sentence (as training's extract.py does) is not what the decoder does
-    over_sentence = sentence_scores(load_joint_model(model), [aligned(sources[e.sentence_id], e.hypothesis, e.fields[5])
+    over_sentence = sentence_scores(load_joint(model), [aligned(sources[e.sentence_id], e.hypothesis, e.fields[5])
                                                                 for e in entries], normalized=False)
     assert np.abs(np.array(theirs) - over_sentence).max() > 1e-2
 
 
 def test_the_nplm_text_round_trips(trained):
-    network = joint_network(load_joint_model(trained))
+    network = joint_network(load_joint(trained))
     text = io.StringIO()
     write_nplm(text, network)
     again = read_nplm(io.StringIO(text.getvalue()))
@@ -346,7 +346,7 @@ def test_nbest_adds_the_joint_models_score_from_the_lists_alignment_fields(train
                                        "--bilm", trained, "-o", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     out = (tmp_path / "out").read_text(encoding="utf-8").splitlines(True)
-    model = load_joint_model(trained)
+    model = load_joint(trained)
     expected = sentence_scores(model, [aligned("i &apos;m late .", "je suis en retard .", "0-0 1-1 2-3 3-4",
                                                "0-1=0-1 2=2-3 3=4"),
                                        aligned("i &apos;m late .", "je suis tard .", "0-0 1-1 2-2 3-3",

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from conftest import DATA
 
 from mosesrnn.bilm.data import JointVocabulary, aligned_sentences, examples, joint_vocabulary
-from mosesrnn.bilm.model_file import load_joint_model
+from mosesrnn.bilm.model_file import load_joint
 from mosesrnn.bilm.orientation import JOINT_FEATURES, Orientation
 from mosesrnn.cli import main
 
@@ -85,7 +85,7 @@ def test_training_records_the_orientation_and_export_refuses_all_but_the_forward
     result = CliRunner().invoke(main, ["bilm", "train", str(SOURCE), str(TARGET), str(ALIGNMENT), "-o", str(run),
                                        "--direction", "target-to-source", "--right-to-left", *TINY])
     assert result.exit_code == 0, result.output
-    model = load_joint_model(str(run / "best.pt"))
+    model = load_joint(str(run / "best.pt"))
     assert model.orientation == Orientation("target-to-source", True)
     assert model.info["direction"] == "target-to-source" and model.info["right_to_left"] is True
     english = set(SOURCE.read_text(encoding="utf-8").split())
@@ -107,7 +107,7 @@ def test_a_model_file_without_an_orientation_is_the_forward_model(tmp_path):
     contents = torch.load(path, weights_only=True)
     del contents["orientation"]
     torch.save(contents, path)
-    assert load_joint_model(path).orientation == Orientation()
+    assert load_joint(path).orientation == Orientation()
 
 
 # -- scoring n-best hypotheses in each direction -------------------------------------------------------------
@@ -126,7 +126,7 @@ def save_model(path, orientation: Orientation, seed: int = 0) -> str:
 def hand_score(path: str, grams: list[tuple[str, str, str]]) -> float:
     """The sum of the network's log-probabilities over n-grams written as words."""
     import torch
-    model = load_joint_model(path)
+    model = load_joint(path)
     voc = model.vocabulary
     rows = torch.tensor([voc.source_ids(window.split()) + voc.target_ids([history, word])
                          for window, history, word in grams])
@@ -139,7 +139,7 @@ def test_the_feature_of_each_direction_is_the_sum_over_the_hand_computed_n_grams
     from mosesrnn.features.bilm import JointFeature
     from mosesrnn.formats.nbest import NbestError
     from mosesrnn.pipeline.nbest import NbestPair
-    model = load_joint_model(save_model(tmp_path / "m.pt", JOINT_FEATURES[feature]))
+    model = load_joint(save_model(tmp_path / "m.pt", JOINT_FEATURES[feature]))
     source, hypothesis, alignment = PAIR  # the hypothesis "w x y z" of the source "a b c", Moses' i-j links
     values = JointFeature(model).values([NbestPair(source, hypothesis, (" 0-0=0-3 ", f" {alignment} ")),
                                          NbestPair(source, "", ("0-0=0-3", ""))])
@@ -151,7 +151,7 @@ def test_the_feature_of_each_direction_is_the_sum_over_the_hand_computed_n_grams
 def test_perplexity_reads_the_held_out_corpus_as_the_model_predicts_it(tmp_path):
     from mosesrnn.bilm.scoring import corpus_stats
     model = save_model(tmp_path / "m.pt", JOINT_FEATURES["bilm-t2s-r2l"])
-    stats = corpus_stats(load_joint_model(model), *write_pair(tmp_path))
+    stats = corpus_stats(load_joint(model), *write_pair(tmp_path))
     assert stats.tokens == 4  # c b a </s>
     assert stats.nll == pytest.approx(-hand_score(model, HAND["bilm-t2s-r2l"]) / 4, abs=1e-5)
 

@@ -21,30 +21,30 @@ from click.testing import CliRunner
 from conftest import DATA, TESTS, built_program
 from scoring_helpers import save_tiny_model
 
-from moses_integration.ini_format import MosesIniError
 from moses_integration.neural_lm import add_neural_lm
 from moses_integration.nplm_check import HEAPS
 from mosesrnn.cli import main
 from mosesrnn.cslm.config import CSLMConfig
-from mosesrnn.cslm.data import BOS, lm_vocabulary, load_lm_data, ngrams, unigram_perplexity
+from mosesrnn.cslm.data import BOS, lm_vocabulary, load_lm_data, ngrams
 from mosesrnn.cslm.export import cslm_network
 from mosesrnn.cslm.model import CSLM
-from mosesrnn.cslm.model_file import TrainedLM, load_language_model, save_language_model
+from mosesrnn.cslm.model_file import TrainedCSLM, load_cslm, save_cslm
 from mosesrnn.cslm.scoring import sentence_scores, text_stats
-from mosesrnn.cslm.task import LMTrainConfig, train_lm
+from mosesrnn.cslm.task import CSLMTrainConfig, train_cslm
+from mosesrnn.formats.moses_ini import MosesIniError
 from mosesrnn.formats.nbest import read_nbest
 from mosesrnn.formats.nplm import read_nplm, write_nplm
 from mosesrnn.text.codec import Codec
 from mosesrnn.text.tokenizers import MosesWords
-from mosesrnn.text.vocab import EOS_ID, Vocabulary
+from mosesrnn.text.vocab import EOS_ID, PAD_ID, Vocabulary
+from mosesrnn.train.validation import target_counts, unigram_perplexity
 
-torch.set_num_threads(1)
 CORPUS = DATA / "tatoeba.train2k.tok.fr"  # 2,000 tokenised French training sentences of the Tatoeba system
 DEV = DATA / "nbest" / "tatoeba.dev30.fr"
 SOURCES = DATA / "nbest" / "tatoeba.dev30.tok.en"
 
 
-def tiny_lm(hidden=(16,), order=4, seed=0) -> TrainedLM:
+def tiny_lm(hidden=(16,), order=4, seed=0) -> TrainedCSLM:
     """Random weights (std 0.3, so that scores differ) over the corpus' 300 most frequent words."""
     counts = __import__("collections").Counter(w for line in open(CORPUS, encoding="utf-8") for w in line.split())
     vocabulary = lm_vocabulary(counts, 300)
@@ -53,10 +53,10 @@ def tiny_lm(hidden=(16,), order=4, seed=0) -> TrainedLM:
     with torch.no_grad():
         for param in model.parameters():
             param.normal_(0.0, 0.3)
-    return TrainedLM(model.eval(), Codec(MosesWords(), vocabulary), {}, "tiny")
+    return TrainedCSLM(model.eval(), Codec(MosesWords(), vocabulary), {}, "tiny")
 
 
-def self_normalised(trained: TrainedLM) -> TrainedLM:
+def self_normalised(trained: TrainedCSLM) -> TrainedCSLM:
     """``trained`` with its output biases shifted by the mean log Z on dev text (so that its raw scores are
     log-probabilities on average, as self-normalised training makes them), and that measure recorded as
     training records it."""
@@ -64,7 +64,7 @@ def self_normalised(trained: TrainedLM) -> TrainedLM:
     with torch.no_grad():
         trained.model.output.bias -= stats.log_z_mean
     after = text_stats(trained, dev_sentences())
-    return TrainedLM(trained.model, trained.codec, {"log_z_mean": after.log_z_mean, "log_z_std": after.log_z_std},
+    return TrainedCSLM(trained.model, trained.codec, {"log_z_mean": after.log_z_mean, "log_z_std": after.log_z_std},
                      trained.digest)
 
 
@@ -72,7 +72,7 @@ def self_normalised(trained: TrainedLM) -> TrainedLM:
 def lm_file(tmp_path_factory) -> str:
     path = str(tmp_path_factory.mktemp("lm") / "lm.pt")
     trained = self_normalised(tiny_lm())
-    save_language_model(path, trained.model, trained.codec, trained.info)
+    save_cslm(path, trained.model, trained.codec, trained.info)
     return path
 
 
@@ -142,19 +142,20 @@ def test_unigram_perplexity_by_hand():
     train, valid = ngrams([[4, 4]], 2, 3), ngrams([[5]], 2, 3)  # targets: 4 4 </s> | 5 </s>
     # add-one over the 4 predictable ids of 6 (not <pad>, not <s>): counts 4: 2, </s>: 1, 5: 0, <unk>: 0
     expected = math.exp(-(math.log(1 / 7) + math.log(2 / 7)) / 2)
-    assert unigram_perplexity(train, valid, 6) == pytest.approx(expected, rel=1e-12)
+    baseline = unigram_perplexity(target_counts(train.targets(), 6), valid.targets(), 4, never=(PAD_ID,))
+    assert baseline == pytest.approx(expected, rel=1e-12)
 
 
 def test_training_lowers_perplexity_and_self_normalises(tmp_path):
     config = dict(corpus=str(CORPUS), valid=str(DEV), preset="small", order=3, vocab_size=500, embed_dim=16,
                   hidden_dims=(32,), batch_size=64, valid_every=100, max_updates=200, learning_rate=1e-2, threads=1,
                   quiet=True)
-    normalised = train_lm(LMTrainConfig(str(tmp_path / "a"), self_norm=1.0, **config))
-    free = train_lm(LMTrainConfig(str(tmp_path / "b"), self_norm=0.0, **config))
+    normalised = train_cslm(CSLMTrainConfig(str(tmp_path / "a"), self_norm=1.0, **config))
+    free = train_cslm(CSLMTrainConfig(str(tmp_path / "b"), self_norm=0.0, **config))
     assert normalised.best["valid_ppl"] < 0.8 * normalised.unigram_ppl
     assert abs(normalised.best["log_z_mean"]) < 0.1 < abs(free.best["log_z_mean"])
     assert normalised.best["log_z_std"] < free.best["log_z_std"] / 5
-    trained = load_language_model(normalised.best_path)
+    trained = load_cslm(normalised.best_path)
     assert trained.info["valid_ppl"] == pytest.approx(normalised.best["valid_ppl"])
 
 
@@ -163,7 +164,7 @@ def test_nce_training_lowers_perplexity_and_self_normalises(tmp_path):
                   hidden_dims=(32,), batch_size=64, valid_every=100, max_updates=200, learning_rate=1e-2, threads=1,
                   quiet=True, estimator="nce", noise_samples=50, output_bias="unigram", dropout=0.1,
                   lr_decay="linear")
-    result = train_lm(LMTrainConfig(str(tmp_path), **config))
+    result = train_cslm(CSLMTrainConfig(str(tmp_path), **config))
     assert result.best["valid_ppl"] < 0.8 * result.unigram_ppl
     assert abs(result.best["log_z_mean"]) < 0.5
     records = [json.loads(line) for line in open(tmp_path / "train.jsonl")]
@@ -171,13 +172,13 @@ def test_nce_training_lowers_perplexity_and_self_normalises(tmp_path):
 
 
 def test_the_moses_preset_trains_with_nce_and_the_others_as_before():
-    moses, small = (LMTrainConfig("x", "corpus", preset=preset) for preset in ("moses", "small"))
+    moses, small = (CSLMTrainConfig("x", "corpus", preset=preset) for preset in ("moses", "small"))
     assert [moses.setting(name) for name in ("estimator", "noise_samples", "batch_size", "learning_rate", "dropout",
                                              "warmup", "lr_decay", "output_bias")] == \
         ["nce", 500, 512, 2e-3, 0.3, 100, "linear", "unigram"]
     assert [small.setting(name) for name in ("estimator", "batch_size", "learning_rate", "dropout", "lr_decay")] == \
         ["softmax", 128, 1e-3, 0.0, "none"]
-    assert LMTrainConfig("x", "corpus", preset="moses", batch_size=64).setting("batch_size") == 64
+    assert CSLMTrainConfig("x", "corpus", preset="moses", batch_size=64).setting("batch_size") == 64
 
 
 def test_dropout_changes_training_only():
@@ -196,10 +197,10 @@ def test_training_resumes_exactly(tmp_path, estimator):
     config = dict(corpus=str(CORPUS), preset="small", order=3, vocab_size=300, embed_dim=8, hidden_dims=(16,),
                   batch_size=32, valid_every=10, threads=1, quiet=True, estimator=estimator, dropout=0.2,
                   lr_decay="linear", warmup=5, max_updates=30)
-    straight = train_lm(LMTrainConfig(str(tmp_path / "a"), **config))
-    train_lm(LMTrainConfig(str(tmp_path / "b"), **config), should_stop=lambda updates: updates >= 15)  # a crash
-    resumed = train_lm(LMTrainConfig(str(tmp_path / "b"), **config))
-    a, b = (load_language_model(r.last_path).model.state_dict() for r in (straight, resumed))
+    straight = train_cslm(CSLMTrainConfig(str(tmp_path / "a"), **config))
+    train_cslm(CSLMTrainConfig(str(tmp_path / "b"), **config), should_stop=lambda updates: updates >= 15)  # a crash
+    resumed = train_cslm(CSLMTrainConfig(str(tmp_path / "b"), **config))
+    a, b = (load_cslm(r.last_path).model.state_dict() for r in (straight, resumed))
     for name in a:
         torch.testing.assert_close(a[name], b[name], rtol=0, atol=1e-6)
 
@@ -264,11 +265,11 @@ def test_a_model_that_is_not_self_normalised_is_not_exported(tmp_path):
     stats = text_stats(trained, dev_sentences())
     assert abs(stats.log_z_mean) > 0.5  # random weights: not normalised
     path = str(tmp_path / "lm.pt")
-    save_language_model(path, trained.model, trained.codec, {"log_z_mean": stats.log_z_mean})
+    save_cslm(path, trained.model, trained.codec, {"log_z_mean": stats.log_z_mean})
     result = CliRunner().invoke(main, ["lm", "export", "-m", path, "-o", str(tmp_path / "lm.nplm")])
     assert result.exit_code == 1 and "is not self-normalised: mean log Z" in result.output
     assert not (tmp_path / "lm.nplm").exists()
-    save_language_model(path, trained.model, trained.codec)
+    save_cslm(path, trained.model, trained.codec)
     result = CliRunner().invoke(main, ["lm", "export", "-m", path, "-o", str(tmp_path / "lm.nplm")])
     assert result.exit_code == 1 and "not validated yet" in result.output
 
@@ -405,7 +406,7 @@ def test_nbest_adds_the_sentence_log_probability(lm_file, tmp_path):
     assert result.exit_code == 0, result.output
     entries = list(read_nbest(str(out)))
     assert [e.feature_names[-1] for e in entries[:3]] == ["CSLM0"] * 3
-    expected = sentence_scores(load_language_model(lm_file), [e.hypothesis for e in entries[:300]])
+    expected = sentence_scores(load_cslm(lm_file), [e.hypothesis for e in entries[:300]])
     np.testing.assert_allclose([dict(e.features)["CSLM0"][0] for e in entries[:300]], expected, rtol=1e-5)
     assert gzip.decompress(out.read_bytes()).count(b"\n") == gzip.decompress(nbest.read_bytes()).count(b"\n")
 

@@ -20,13 +20,13 @@ from click.testing import CliRunner
 from scoring_helpers import TABLE, save_tiny_joint_model, save_tiny_model
 from test_hostile import assert_refused, base, ids, rows_with, run, snapshot, workspace_files, ws  # noqa: F401
 
-from mosesrnn.bilm.model_file import load_joint_model
+from mosesrnn.bilm.model_file import load_joint
 from mosesrnn.cli import main
 from mosesrnn.cslm.config import CSLMConfig
 from mosesrnn.cslm.model import CSLM
-from mosesrnn.cslm.model_file import TrainedLM, load_language_model, save_language_model
+from mosesrnn.cslm.model_file import TrainedCSLM, load_cslm, save_cslm
 from mosesrnn.cslm.scoring import text_stats
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.io.model_store import ModelFileError, StateFileError, read_state_file, save_file
 from mosesrnn.text.codec import Codec
 from mosesrnn.text.tokenizers import MosesWords
@@ -40,16 +40,16 @@ def save_tiny_lm(path: str) -> str:
     codec = Codec(MosesWords(), Vocabulary(["<s>", "la", "maison"]))
     torch.manual_seed(0)
     lm = CSLM(CSLMConfig(len(codec.vocabulary), order=3, embed_dim=4, hidden_dims=(8,)))
-    stats = text_stats(TrainedLM(lm, codec, {}, ""), ["la maison", "la la maison"])
-    save_language_model(path, lm, codec, {"log_z_mean": stats.log_z_mean})
+    stats = text_stats(TrainedCSLM(lm, codec, {}, ""), ["la maison", "la la maison"])
+    save_cslm(path, lm, codec, {"log_z_mean": stats.log_z_mean})
     return path
 
 
 #: family -> (write a tiny model file, load one, the command that reads it with {model} and {out})
 FAMILIES = {
-    "encoder-decoder": (save_tiny_model, load_trained_model, ["score", str(TABLE), "-m", "{model}", "-o", "{out}"]),
-    "cslm": (save_tiny_lm, load_language_model, ["lm", "export", "-m", "{model}", "-o", "{out}"]),
-    "joint": (save_tiny_joint_model, load_joint_model, ["bilm", "export", "-m", "{model}", "-o", "{out}"]),
+    "encoder-decoder": (save_tiny_model, load_encoder_decoder, ["score", str(TABLE), "-m", "{model}", "-o", "{out}"]),
+    "cslm": (save_tiny_lm, load_cslm, ["lm", "export", "-m", "{model}", "-o", "{out}"]),
+    "joint": (save_tiny_joint_model, load_joint, ["bilm", "export", "-m", "{model}", "-o", "{out}"]),
 }
 
 
@@ -185,7 +185,7 @@ def test_the_shipped_model_with_flipped_bytes_scores_nothing(tmp_path):
 
 
 def test_the_shipped_model_passes_its_checks():
-    load_trained_model(str(SHIPPED))
+    load_encoder_decoder(str(SHIPPED))
 
 
 def test_a_damaged_training_state_is_refused_naming_it(tmp_path):
@@ -210,4 +210,4 @@ def test_a_file_written_without_crcs_still_loads(tmp_path):
         torch.serialization.set_crc32_options(True)
     with zipfile.ZipFile(path) as archive:
         assert {info.CRC for info in archive.infolist()} == {0}
-    load_trained_model(str(path))
+    load_encoder_decoder(str(path))

@@ -12,7 +12,7 @@ from conftest import DATA
 from torch.overrides import TorchFunctionMode
 
 from mosesrnn.encdec.compiled import compile_mode, compiled_steps, row_bucket
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.encdec.packing import packing
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
@@ -23,7 +23,7 @@ MODEL = DATA.parent.parent / "examples/model/tatoeba-small.pt"
 
 @pytest.fixture(scope="module")
 def trained():
-    return load_trained_model(str(MODEL))
+    return load_encoder_decoder(str(MODEL))
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +104,7 @@ def test_the_compiled_steps_equal_the_eager_ones(trained, entries):
     the eager one, and within 1e-5 of |log p| of it (a whole phrase's log p reaches -300 here, where one float32
     ulp is 3e-5 nats)."""
     pairs = entries[:600]
-    double = load_trained_model(str(MODEL))
+    double = load_encoder_decoder(str(MODEL))
     double.model.double()
     exact = np.array(RNNFeature(double).values(pairs))
     compiled_exact = np.array(RNNFeature(double, compile=True).values(pairs))

@@ -17,8 +17,8 @@ import torch
 import torch.multiprocessing as mp
 from scoring_helpers import TABLE
 
-from mosesrnn.encdec.model_file import load_trained_model
-from mosesrnn.encdec.task import TrainConfig, train
+from mosesrnn.encdec.model_file import load_encoder_decoder
+from mosesrnn.encdec.task import EncoderDecoderTrainConfig, train_encoder_decoder
 
 TINY = ["--embed-dim", "8", "--hidden-dim", "16", "--maxout-units", "8", "--output-rank", "6", "--vocab-size", "300",
         "--valid-share", "0.1", "--valid-every", "2", "--optimizer", "adam", "--threads", "1", "-q",
@@ -37,11 +37,12 @@ def test_two_processes_update_as_one_with_their_joint_batch_and_resume(tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     again = torchrun(tmp_path / "two", 4)  # a restart continues from the saved state
     assert again.returncode == 0, again.stderr[-3000:]
-    single = train(TrainConfig(str(tmp_path / "one"), table=TABLE, batch_size=16, max_updates=4, valid_every=2,
+    single = train_encoder_decoder(EncoderDecoderTrainConfig(str(tmp_path / "one"), table=TABLE, batch_size=16,
+                                                             max_updates=4, valid_every=2,
                                valid_share=0.1, vocab_size=300, optimizer="adam", lr_decay="none", threads=1,
                                quiet=True,
                                model_overrides=dict(embed_dim=8, hidden_dim=16, maxout_units=8, output_rank=6)))
-    two = load_trained_model(str(tmp_path / "two" / "last.pt"))
+    two = load_encoder_decoder(str(tmp_path / "two" / "last.pt"))
     assert two.info["updates"] == single.updates == 4 and two.info["pairs_seen"] == 64
     one = torch.load(single.last_path, weights_only=True)["state_dict"]
     for name, tensor in two.model.state_dict().items():
@@ -85,8 +86,9 @@ def test_ranks_that_read_different_data_stop_with_one_line():
 
 @pytest.mark.parametrize("optimizer", ["adadelta", "adam"])
 def test_the_recipe_is_recorded(tmp_path, optimizer):
-    result = train(TrainConfig(str(tmp_path), table=TABLE, max_updates=2, valid_every=2, valid_share=0.1,
+    result = train_encoder_decoder(EncoderDecoderTrainConfig(str(tmp_path), table=TABLE, max_updates=2, valid_every=2,
+                                                             valid_share=0.1,
                                vocab_size=300, optimizer=optimizer, threads=1, quiet=True,
                                model_overrides=dict(embed_dim=4, hidden_dim=8, maxout_units=4, output_rank=4)))
-    info = load_trained_model(result.best_path).info
+    info = load_encoder_decoder(result.best_path).info
     assert info["optimizer"] == optimizer and info["learning_rate"] == {"adadelta": 1.0, "adam": 1e-2}[optimizer]

@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 from click.testing import CliRunner
+from test_attention import reference_attention
 from test_model import TINY, batch, tiny_model
 from test_model import reference_log_prob as reference_gru_log_prob
 
@@ -18,15 +19,13 @@ from mosesrnn.encdec.architectures import ARCHITECTURES
 from mosesrnn.encdec.config import EOS_ID, PAD_ID, ModelConfig
 from mosesrnn.encdec.convolution import csm_plan
 from mosesrnn.encdec.model import build_model
-from mosesrnn.encdec.model_file import load_trained_model, save_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder, save_encoder_decoder
 from mosesrnn.encdec.rctm import LENGTH_CLASSES
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.text.codec import Codec, CodecPair
 from mosesrnn.text.tokenizers import MosesWords
 from mosesrnn.text.vocab import RESERVED, Vocabulary, build_vocabularies
-
-torch.set_num_threads(1)
 
 #: Small kernel banks, so that long phrases need factorised kernels (KB13 Sec. 5.1.2).
 SMALL_BANKS = dict(csm_kernels=3, cgm_kernels=3, icgm_kernels=3)
@@ -198,6 +197,7 @@ REFERENCES = {
     "rnn": lambda model, x, y: reference_c14_decoder(model, reference_rnn(model, x), mean_embedding(model, x), y),
     "rctm1": reference_rctm1,
     "rctm2": reference_rctm2,
+    "attention": reference_attention,  # tests/test_attention.py: BCB15 App. A.2
 }
 
 
@@ -302,9 +302,9 @@ def test_model_file_records_the_encoder_and_scores_identically(tmp_path, encoder
             param.add_(0.3 * torch.randn_like(param))
     text = CodecPair(Codec(MosesWords(), vocabularies.source), Codec(MosesWords(), vocabularies.target))
     path = str(tmp_path / "model.pt")
-    save_trained_model(path, model, text)
+    save_encoder_decoder(path, model, text)
     assert torch.load(path, weights_only=True)["config"]["encoder"] == encoder
-    trained = load_trained_model(path)
+    trained = load_encoder_decoder(path)
     assert trained.model.config == model.config
     with read_entries(table) as entries:
         pairs = [entry for entry, _ in zip(entries, range(300))]
@@ -317,7 +317,8 @@ def test_model_file_records_the_encoder_and_scores_identically(tmp_path, encoder
 def test_each_architecture_owns_its_settings_with_the_papers_defaults():
     defaults = {name: ModelConfig(**TINY, encoder=name).options for name in ARCHITECTURES}
     assert defaults == {"gru": {}, "grconv": {"grconv_init_scale": 0.4}, "rnn": {},
-                        "rctm1": {"csm_kernels": 15}, "rctm2": {"cgm_ngram": 4, "cgm_kernels": 7, "icgm_kernels": 9}}
+                        "rctm1": {"csm_kernels": 15}, "rctm2": {"cgm_ngram": 4, "cgm_kernels": 7, "icgm_kernels": 9},
+                        "attention": {"attention_dim": 0}}
     assert ModelConfig.from_dict(ModelConfig(**TINY, encoder="rctm2").to_dict()).options == defaults["rctm2"]
     with pytest.raises(ValueError, match="unknown encoder 'lstm'"):
         ModelConfig(**TINY, encoder="lstm")
@@ -333,13 +334,13 @@ def test_a_version_2_model_file_keeps_its_settings(tmp_path):
     words = [Vocabulary([f"w{i}" for i in range(size - len(RESERVED))])
              for size in (TINY["src_vocab_size"], TINY["trg_vocab_size"])]
     path = str(tmp_path / "model.pt")
-    save_trained_model(path, model, CodecPair(*(Codec(MosesWords(), vocabulary) for vocabulary in words)))
+    save_encoder_decoder(path, model, CodecPair(*(Codec(MosesWords(), vocabulary) for vocabulary in words)))
     current = torch.load(path, weights_only=True)
     flat = {**{k: v for k, v in current["config"].items() if k != "options"}, "grconv_init_scale": 0.4,
             "csm_kernels": 3, "cgm_ngram": 4, "cgm_kernels": 7, "icgm_kernels": 9}
     version_2 = {key: value for key, value in current.items() if key != "kind"}
     torch.save({**version_2, "format_version": 2, "config": flat}, path)
-    loaded = load_trained_model(path)
+    loaded = load_encoder_decoder(path)
     assert loaded.model.config.options == {"csm_kernels": 3} and loaded.model.config == model.config
     for name, value in model.state_dict().items():
         torch.testing.assert_close(loaded.model.state_dict()[name], value)
@@ -358,7 +359,7 @@ def test_init_follows_each_paper():
     assert torch.all(model.encoder.K.bias == 0)
 
 
-@pytest.mark.parametrize("encoder", ["grconv", "rnn", "rctm1", "rctm2"])
+@pytest.mark.parametrize("encoder", ["grconv", "rnn", "rctm1", "rctm2", "attention"])
 def test_cli_trains_and_scores_end_to_end(tmp_path, tatoeba_table, encoder):
     out = tmp_path / "model"
     result = CliRunner().invoke(main, ["train", str(tatoeba_table), "-o", str(out), "--encoder", encoder,
@@ -366,7 +367,7 @@ def test_cli_trains_and_scores_end_to_end(tmp_path, tatoeba_table, encoder):
                                        "--vocab-size", "150", "--embed-dim", "8", "--hidden-dim", "8",
                                        "--maxout-units", "4", "--output-rank", "4", "--threads", "1", "-q"])
     assert result.exit_code == 0, result.output
-    assert load_trained_model(str(out / "best.pt")).model.config.encoder == encoder
+    assert load_encoder_decoder(str(out / "best.pt")).model.config.encoder == encoder
     scored = tmp_path / "scored.gz"
     result = CliRunner().invoke(main, ["score", str(tatoeba_table), "-m", str(out / "best.pt"), "-o", str(scored),
                                        "-q", "--threads", "1"])

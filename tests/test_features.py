@@ -57,9 +57,9 @@ def test_registry_is_what_moses_integration_and_the_cli_read():
     from mosesrnn.features.registry import FEATURES, default_features
     assert DEFAULT_WEIGHTS == {name: spec.default_weight for name, spec in FEATURES.items()}
     assert DEFAULT_WEIGHTS["rnn"] > 0 > DEFAULT_WEIGHTS["unk"]  # reward probable pairs, penalise unknown words
-    assert DEFAULT_FEATURES == default_features(with_model=True) == ("rnn", "unk")
-    assert default_features(with_model=False) == ("unk",)
-    assert default_features(with_model=True, with_reverse_model=True) == ("rnn", "rnn-rev", "unk")
+    assert DEFAULT_FEATURES == default_features({"model"}) == ("rnn", "unk")
+    assert default_features() == ("unk",)
+    assert default_features({"model", "reverse_model"}) == ("rnn", "rnn-rev", "unk")
 
 
 @pytest.mark.parametrize("text, message", [
@@ -78,12 +78,12 @@ def test_every_feature_reports_exactly_the_settings_its_registry_entry_lists(tmp
     from test_cslm import tiny_lm
 
     from mosesrnn.bilm.orientation import JOINT_FEATURES
-    from mosesrnn.cslm.model_file import save_language_model
+    from mosesrnn.cslm.model_file import save_cslm
     from mosesrnn.features.options import FeatureOptions
     from mosesrnn.features.registry import FEATURES, describe
     from mosesrnn.features.selection import select_features
     lm = tiny_lm()
-    save_language_model(str(tmp_path / "lm.pt"), lm.model, lm.codec)
+    save_cslm(str(tmp_path / "lm.pt"), lm.model, lm.codec)
     options = FeatureOptions(features=tuple(FEATURES), model=save_tiny_model(str(tmp_path / "m.pt")),
                              reverse_model=save_tiny_model(str(tmp_path / "r.pt"), "target-to-source"),
                              lm=str(tmp_path / "lm.pt"),

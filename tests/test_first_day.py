@@ -195,12 +195,12 @@ def test_a_cslm_of_another_vocabulary_is_pointed_out(tmp_path):
     """Most of the list's words unknown to the CSLM: its column would be mostly <unk>'s probability."""
     from mosesrnn.cslm.config import CSLMConfig
     from mosesrnn.cslm.model import CSLM
-    from mosesrnn.cslm.model_file import save_language_model
+    from mosesrnn.cslm.model_file import save_cslm
     from mosesrnn.text.codec import Codec
     from mosesrnn.text.tokenizers import MosesWords
     from mosesrnn.text.vocab import Vocabulary
     codec = Codec(MosesWords(), Vocabulary(["<s>", "the", "house", "is", "small"]))  # English words
-    save_language_model(str(tmp_path / "lm.pt"), CSLM(CSLMConfig(len(codec.vocabulary), order=3, embed_dim=4,
+    save_cslm(str(tmp_path / "lm.pt"), CSLM(CSLMConfig(len(codec.vocabulary), order=3, embed_dim=4,
                                                                  hidden_dims=(8,))), codec,
                         {"coverage": 0.98, "log_z_mean": 0.0})
     result = invoke("nbest", NBEST, "--source", SOURCE, "--lm", tmp_path / "lm.pt", "-o", tmp_path / "out.gz")

@@ -32,12 +32,12 @@ from mosesrnn.cli import main
 from mosesrnn.cli.common import declared_paths
 from mosesrnn.cslm.config import CSLMConfig
 from mosesrnn.cslm.model import CSLM
-from mosesrnn.cslm.model_file import TrainedLM, save_language_model
+from mosesrnn.cslm.model_file import TrainedCSLM, save_cslm
 from mosesrnn.cslm.scoring import text_stats
 from mosesrnn.io.locks import OutputLock
-from mosesrnn.io.roles import CSLM as CSLM_KIND
-from mosesrnn.io.roles import JOINT as JOINT_KIND
 from mosesrnn.io.roles import Role
+from mosesrnn.models import CSLM as CSLM_KIND
+from mosesrnn.models import JOINT as JOINT_KIND
 from mosesrnn.text.codec import Codec
 from mosesrnn.text.tokenizers import MosesWords
 from mosesrnn.text.vocab import Vocabulary
@@ -189,8 +189,8 @@ def base(tmp_path_factory) -> Path:
     model = save_tiny_model(str(folder / "model.pt"))
     codec = Codec(MosesWords(), Vocabulary(["<s>", "la", "maison"]))
     lm = CSLM(CSLMConfig(len(codec.vocabulary), order=3, embed_dim=4, hidden_dims=(8,)))  # freshly initialised:
-    stats = text_stats(TrainedLM(lm, codec, {}, ""), ["la maison", "la la maison"])  # log Z about 0
-    save_language_model(str(folder / "lm.pt"), lm, codec, {"log_z_mean": stats.log_z_mean})
+    stats = text_stats(TrainedCSLM(lm, codec, {}, ""), ["la maison", "la la maison"])  # log Z about 0
+    save_cslm(str(folder / "lm.pt"), lm, codec, {"log_z_mean": stats.log_z_mean})
     for name, suffix in (("bi.en", "tok.en"), ("bi.fr", "tok.fr"), ("bi.align", "align")):
         (folder / name).write_bytes(b"".join((DATA / f"tatoeba.train2k.{suffix}").read_bytes().splitlines(True)[:200]))
     save_tiny_joint_model(str(folder / "bilm.pt"))

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 from conftest import SHARED_DATA, shared_file
 
-from moses_integration.ini_format import parse_ini
 from moses_integration.ini_paths import absolute_paths, file_paths
 from moses_integration.mert_moses import relative_paths
 from mosesrnn.cli.moses import moses_ini
+from mosesrnn.formats.moses_ini import parse_ini
 
 DATA = Path(__file__).parent / "data" / "moses"
 REAL_INIS = sorted((DATA / "moses-ini").glob("*.ini")) + [DATA / "mini-system-fr-en.moses.ini",

@@ -12,7 +12,8 @@ from click.testing import CliRunner
 from conftest import DATA
 
 from moses_integration.bilingual_lm import read_joint_export
-from moses_integration.route.plan import PLAN, _plan_record_problems
+from moses_integration.route.checks import _plan_record_problems
+from moses_integration.route.plan import PLAN
 from moses_integration.route.report import _rescored_features
 from moses_integration.route.report_file import read_report
 from mosesrnn.cli import main

@@ -12,11 +12,11 @@ import pytest
 import sacrebleu
 from click.testing import CliRunner
 
-from moses_integration.ini_format import MosesIniError, read_weights, replace_weights
 from moses_integration.mert_moses import MERTDIR_PROGRAMS, MertSettings, find_tools, run_mert
 from moses_integration.mert_report import apply_iteration, choose_iteration, format_tuning, read_tuning
 from moses_integration.tools import MosesToolError
 from mosesrnn.cli.moses import mert_report
+from mosesrnn.formats.moses_ini import MosesIniError, read_weights, replace_weights
 
 DATA = Path(__file__).parent / "data" / "moses"
 FULL_INI = DATA / "tatoeba-en-fr.moses.ini"  # untuned: iteration 1's weights

@@ -7,8 +7,6 @@ from mosesrnn.encdec.architectures import ARCHITECTURES
 from mosesrnn.encdec.config import EOS_ID, PAD_ID, PRESETS, ModelConfig, model_config, preset_shortlist
 from mosesrnn.encdec.model import build_model
 
-torch.set_num_threads(1)
-
 TINY = dict(src_vocab_size=19, trg_vocab_size=21, embed_dim=8, hidden_dim=7, maxout_units=5, output_rank=4)
 
 # (source words, target words ending in EOS): lengths 1, 3, 5 and 2, 4, 1.

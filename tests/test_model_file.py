@@ -8,7 +8,7 @@ from conftest import DATA
 from scoring_helpers import TABLE, assert_equal_up_to_rnn_rounding, save_tiny_model
 
 from mosesrnn.cli import main
-from mosesrnn.encdec.model_file import FORMAT_VERSION, load_trained_model
+from mosesrnn.encdec.model_file import FORMAT_VERSION, load_encoder_decoder
 from mosesrnn.text.tokenizers import MosesWords
 
 V1 = DATA / "model-v1"
@@ -17,7 +17,7 @@ V1 = DATA / "model-v1"
 def test_round_trip_keeps_weights_codecs_and_direction(tmp_path):
     path = save_tiny_model(str(tmp_path / "model.pt"), "target-to-source")
     assert os.listdir(tmp_path) == ["model.pt"]  # no temporary file left behind
-    trained = load_trained_model(path)
+    trained = load_encoder_decoder(path)
     assert trained.direction == "target-to-source"
     assert isinstance(trained.text.source.tokenizer, MosesWords)
     assert trained.input_codec is trained.text.target and trained.output_codec is trained.text.source
@@ -35,7 +35,7 @@ def test_load_refuses_arbitrary_pickles(tmp_path):
     path = tmp_path / "evil.pt"
     torch.save({"format_version": FORMAT_VERSION, "payload": Payload()}, path)
     with pytest.raises(ValueError, match="would run code from the file") as error:
-        load_trained_model(str(path))
+        load_encoder_decoder(str(path))
     assert "Re-running" not in str(error.value)  # torch's advice to load with weights_only=False is not repeated
 
 
@@ -49,11 +49,11 @@ def test_bad_model_files_are_named(tmp_path, checkpoint, message):
     path = tmp_path / "bad.pt"
     torch.save(checkpoint, path)
     with pytest.raises(ValueError, match=message):
-        load_trained_model(str(path))
+        load_encoder_decoder(str(path))
 
 
 def test_version_1_file_loads_and_scores_exactly_as_it_did(tmp_path):
-    trained = load_trained_model(str(V1 / "tiny-v1.pt"))
+    trained = load_encoder_decoder(str(V1 / "tiny-v1.pt"))
     assert trained.model.config.encoder == "gru" and trained.direction == "source-to-target"
     table = tmp_path / "table400"
     with gzip.open(TABLE, "rt", encoding="utf-8", newline="") as lines:
@@ -76,7 +76,7 @@ def test_weights_stored_in_half_precision_are_computed_in_fp32(tmp_path):
     halved = str(tmp_path / "halved.pt")
     halve_weights(full, halved)
     assert {tensor.dtype for tensor in torch.load(halved, weights_only=True)["state_dict"].values()} == {torch.float16}
-    trained = load_trained_model(halved)
+    trained = load_encoder_decoder(halved)
     assert {p.dtype for p in trained.model.parameters()} == {torch.float32}
     sources, targets = ["i promise .", "i &apos;ll wait ."], ["je promets .", "je vais attendre ."]
     exact = mosesrnn.load(full, device="cpu").log_prob(sources, targets)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from moses_integration.ini_format import MosesIniError, declared_features, parse_ini, phrase_tables, read_weights
 from moses_integration.ini_update import rewrite_ini, update_moses_ini
 from moses_integration.new_columns import DEFAULT_WEIGHTS, new_column_weights, scored_columns
 from mosesrnn.cli.moses import moses_ini
+from mosesrnn.formats.moses_ini import MosesIniError, declared_features, parse_ini, phrase_tables, read_weights
 from mosesrnn.formats.sidecar import Sidecar, write_sidecar
 
 DATA = Path(__file__).parent / "data" / "moses"

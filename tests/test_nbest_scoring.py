@@ -2,19 +2,16 @@
 import gzip
 
 import pytest
-import torch
 from click.testing import CliRunner
 from conftest import DATA
 from scoring_helpers import save_tiny_model
 
 from mosesrnn.cli import main
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.features.unk import UnknownWordFeature
 from mosesrnn.formats.nbest import NbestError, parse_line
 from mosesrnn.pipeline.nbest import NbestPair, score_nbest
-
-torch.set_num_threads(1)
 
 NBEST = DATA / "nbest"
 TATOEBA = NBEST / "tatoeba.dev30.untuned.100best.gz"
@@ -23,7 +20,7 @@ SOURCE = NBEST / "tatoeba.dev30.tok.en"
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    return load_trained_model(save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt")))
+    return load_encoder_decoder(save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt")))
 
 
 def read_lines(path):
@@ -139,7 +136,7 @@ def test_reverse_model_adds_rnn_rev0(trained, tmp_path):
     first = parse_line(read_lines(out)[0] + "\n", "x", 1)
     sources = SOURCE.read_text(encoding="utf-8").splitlines()
     pair = [NbestPair(sources[first.sentence_id], first.hypothesis)]
-    expected = RNNFeature(load_trained_model(reverse), direction="target-to-source").values(pair)[0]
+    expected = RNNFeature(load_encoder_decoder(reverse), direction="target-to-source").values(pair)[0]
     labels = read_lines(out)[0].split("|||")[2].split()
     assert labels[-4] == "RNN0=" and labels[-2] == "RNN_REV0="
     assert float(labels[-1]) == pytest.approx(expected, abs=1e-4)

@@ -9,20 +9,19 @@ import pytest
 import torch
 
 from mosesrnn.encdec.layers import gru_update
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.runtime.precision import auto_dtype, precision
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")
 def shipped():
     """The shipped model (examples/model, trained self-normalised) and the first 300 lines of the example table."""
     with read_entries(str(EXAMPLES / "phrase-table.gz")) as entries:
-        return load_trained_model(str(EXAMPLES / "model" / "tatoeba-small.pt")), list(itertools.islice(entries, 300))
+        return load_encoder_decoder(str(EXAMPLES / "model" / "tatoeba-small.pt")), list(itertools.islice(entries, 300))
 
 
 @pytest.mark.parametrize("normaliser", ["exact", "skip"])

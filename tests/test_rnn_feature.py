@@ -10,24 +10,17 @@ from scoring_helpers import TABLE, save_tiny_model
 from mosesrnn.encdec.batching import pad
 from mosesrnn.encdec.config import ModelConfig
 from mosesrnn.encdec.model import EncoderDecoder
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.encdec.pair_ids import group_by_source
 from mosesrnn.features.registry import describe
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries, table_value
 from mosesrnn.text.id_arrays import length_batches
 
-torch.set_num_threads(1)
-
 
 @pytest.fixture(scope="module")
 def entries():
     return list(read_entries(TABLE))[:600]
-
-
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    return save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt"))
 
 
 def reference_log_probs(trained, entries, forward=True):
@@ -83,13 +76,13 @@ def test_length_batches_cut_as_one_position_at_a_time_would():
 
 
 def test_values_equal_model_log_prob(model_path, entries):
-    trained = load_trained_model(model_path)
+    trained = load_encoder_decoder(model_path)
     feature = RNNFeature(trained, batch_tokens=512)
     assert feature.values(entries) == pytest.approx(reference_log_probs(trained, entries), abs=1e-5)
 
 
 def test_each_distinct_source_encoded_once(model_path, entries, monkeypatch):
-    trained = load_trained_model(model_path)
+    trained = load_encoder_decoder(model_path)
     encoded = []
     original = trained.model.source_context
     monkeypatch.setattr(trained.model, "source_context",
@@ -100,7 +93,7 @@ def test_each_distinct_source_encoded_once(model_path, entries, monkeypatch):
 
 
 def test_order_restored_for_shuffled_lines(model_path, entries):
-    feature = RNNFeature(load_trained_model(model_path), batch_tokens=256)
+    feature = RNNFeature(load_encoder_decoder(model_path), batch_tokens=256)
     shuffled = list(entries)
     random.Random(1).shuffle(shuffled)  # the targets of one source are no longer adjacent
     by_line = dict(zip((e.line_no for e in entries), feature.values(entries)))
@@ -108,14 +101,14 @@ def test_order_restored_for_shuffled_lines(model_path, entries):
 
 
 def test_fp32_independent_of_batch_size(model_path, entries):
-    trained = load_trained_model(model_path)
+    trained = load_encoder_decoder(model_path)
     one = RNNFeature(trained, batch_tokens=1).values(entries[:200])
     many = RNNFeature(trained, batch_tokens=512).values(entries[:200])
     assert one == pytest.approx(many, abs=1e-5)
 
 
 def test_moses_reads_log_p_from_the_column(model_path, entries):
-    feature = RNNFeature(load_trained_model(model_path))
+    feature = RNNFeature(load_encoder_decoder(model_path))
     log_p = feature.values(entries)
     seen_by_moses = [max(math.log(float(x)) if float(x) > 0 else -math.inf, -100.0)
                      for x in (table_value(value, feature.spec.table_digits) for value in log_p)]
@@ -125,7 +118,7 @@ def test_moses_reads_log_p_from_the_column(model_path, entries):
 
 
 def test_length_normalize_divides_by_predicted_tokens(model_path, entries):
-    trained = load_trained_model(model_path)
+    trained = load_encoder_decoder(model_path)
     plain = RNNFeature(trained).values(entries[:50])
     normalised = RNNFeature(trained, length_normalize=True).values(entries[:50])
     tokens = [len(entry.target.split()) + 1 for entry in entries[:50]]
@@ -133,7 +126,7 @@ def test_length_normalize_divides_by_predicted_tokens(model_path, entries):
 
 
 def test_target_to_source_model_scores_the_source(tmp_path, entries):
-    trained = load_trained_model(save_tiny_model(str(tmp_path / "t2s.pt"), "target-to-source"))
+    trained = load_encoder_decoder(save_tiny_model(str(tmp_path / "t2s.pt"), "target-to-source"))
     feature = RNNFeature(trained, direction="target-to-source")
     assert feature.values(entries[:100]) == pytest.approx(
         reference_log_probs(trained, entries[:100], forward=False), abs=1e-5)
@@ -141,11 +134,11 @@ def test_target_to_source_model_scores_the_source(tmp_path, entries):
 
 def test_direction_mismatch_is_refused(model_path):
     with pytest.raises(ValueError, match="trained source-to-target .* not target-to-source"):
-        RNNFeature(load_trained_model(model_path), direction="target-to-source")
+        RNNFeature(load_encoder_decoder(model_path), direction="target-to-source")
 
 
 def test_bf16_close_to_fp32(model_path, entries):
-    trained = load_trained_model(model_path)
+    trained = load_encoder_decoder(model_path)
     fp32 = torch.tensor(RNNFeature(trained).values(entries[:200]))
     bf16 = torch.tensor(RNNFeature(trained, dtype="bf16").values(entries[:200]))
     assert (bf16 - fp32).abs().max() < 0.05 * fp32.abs().max()
@@ -194,8 +187,8 @@ def test_rnn_and_rnn_rev_in_one_pass(model_path, tmp_path):
     entries = list(read_entries(str(table)))
     written = [line.split(" ||| ")[2].split()[-3:-1] for line in gzip.open(out, "rt", encoding="utf-8")]
     assert len(written) == len(entries) == 300
-    forward = reference_log_probs(load_trained_model(model_path), entries)
-    backward = reference_log_probs(load_trained_model(reverse_path), entries, forward=False)
+    forward = reference_log_probs(load_encoder_decoder(model_path), entries)
+    backward = reference_log_probs(load_encoder_decoder(reverse_path), entries, forward=False)
     for (rnn, rnn_rev), p_forward, p_backward in zip(written, forward, backward):
         assert max(math.log(float(rnn)), -100) == pytest.approx(max(p_forward, -100), abs=1e-4)
         assert max(math.log(float(rnn_rev)), -100) == pytest.approx(max(p_backward, -100), abs=1e-4)

@@ -10,20 +10,12 @@ import threading
 import time
 
 import pytest
-import torch
 from click.testing import CliRunner
 from scoring_helpers import TABLE, save_tiny_model
 
 from mosesrnn.cli import main
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.formats.phrase_table import PhraseTableError, parse_line, read_entries
-
-torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    return save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt"))
 
 
 @pytest.fixture
@@ -62,7 +54,7 @@ def test_a_fifo_is_written_directly(model_path, small_table, tmp_path):
 
 def _vocab(tmp_path, model_path):
     directory = tmp_path / "vocab"
-    load_trained_model(model_path).vocabularies.save(str(directory))
+    load_encoder_decoder(model_path).vocabularies.save(str(directory))
     return directory
 
 
@@ -149,7 +141,7 @@ def test_a_model_warns_about_a_table_of_the_other_direction(tmp_path):
                                         "--valid-every", "2", "--embed-dim", "4", "--hidden-dim", "8",
                                         "--maxout-units", "4", "--output-rank", "4", "--vocab-size", "500"])
     assert trained.exit_code == 0, trained.output
-    assert load_trained_model(str(model / "best.pt")).info["table_scores"] == 4
+    assert load_encoder_decoder(str(model / "best.pt")).info["table_scores"] == 4
     same = score(table, "-m", model / "best.pt", "-o", tmp_path / "same.gz")
     assert same.exit_code == 0 and "warning" not in same.output
     swapped = tmp_path / "swapped.gz"
@@ -212,7 +204,7 @@ def test_training_stopped_before_any_validation_leaves_a_usable_model(tmp_path):
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
-    assert load_trained_model(str(model / "best.pt")).info["valid_nll"] is None
+    assert load_encoder_decoder(str(model / "best.pt")).info["valid_nll"] is None
     result = CliRunner().invoke(main, ["score", TABLE, "-m", str(model / "best.pt"), "-o", str(tmp_path / "s.gz")])
     assert result.exit_code == 0, result.output
 

@@ -8,12 +8,11 @@ import sys
 import time
 
 import pytest
-import torch
 from click.testing import CliRunner
 from scoring_helpers import TABLE, assert_equal_up_to_rnn_rounding, save_tiny_model
 
 from mosesrnn.cli import main
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.features.unk import UnknownWordFeature
 from mosesrnn.formats.phrase_table import PhraseTableError, read_entries
@@ -23,17 +22,10 @@ from mosesrnn.pipeline.merge import MergeError, merge_parts
 from mosesrnn.pipeline.score import score_table
 from mosesrnn.pipeline.shards import ShardSpec
 
-torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    return save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt"))
-
 
 @pytest.fixture(scope="module")
 def features(model_path):
-    trained = load_trained_model(model_path)
+    trained = load_encoder_decoder(model_path)
     return [RNNFeature(trained), UnknownWordFeature(trained.vocabularies)]
 
 
@@ -87,7 +79,7 @@ def test_many_shards_of_a_short_table_may_be_empty(model_path, tmp_path):
     lines = gzip.open(TABLE, "rt", encoding="utf-8").readlines()[:30]
     table = tmp_path / "short.gz"
     table.write_bytes(gzip.compress("".join(lines).encode("utf-8")))
-    unk = [UnknownWordFeature(load_trained_model(model_path).vocabularies)]
+    unk = [UnknownWordFeature(load_encoder_decoder(model_path).vocabularies)]
     parts = [str(tmp_path / f"p{i}.gz") for i in range(1, 26)]
     for index, part in enumerate(parts, start=1):
         score_table(str(table), part, unk, shard=ShardSpec(index, 25))

@@ -5,10 +5,9 @@ import signal
 
 import numpy as np
 import pytest
-import torch
 from scoring_helpers import TABLE, save_tiny_model
 
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.encdec.pair_ids import PairEncoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.features.unk import UnknownWordFeature
@@ -22,12 +21,10 @@ from mosesrnn.pipeline.table_chunks import RawChunk, TableChunks, parse_chunk
 from mosesrnn.pipeline.workers import ChunkText, WorkerDied, WorkerError, WorkerPool, default_workers, worker_count
 from mosesrnn.text.id_arrays import id_arrays
 
-torch.set_num_threads(1)
-
 
 @pytest.fixture(scope="module")
 def features(tmp_path_factory):
-    trained = load_trained_model(save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt")))
+    trained = load_encoder_decoder(save_tiny_model(str(tmp_path_factory.mktemp("model") / "tiny.pt")))
     return [RNNFeature(trained), UnknownWordFeature(trained.vocabularies)]
 
 

@@ -11,6 +11,7 @@ that reads or writes a file its parameters do not declare fails.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import inspect
 import re
@@ -228,11 +229,69 @@ def test_the_wing_and_the_feature_registry_import_no_torch():
     assert "torch" not in loaded
 
 
-def test_the_wings_lowest_floor_loads_nothing_else_of_the_wing():
-    """mosesrnn's own modules read weights through moses_integration.ini_format without the rest of the wing."""
-    loaded = _imports_in_a_fresh_python(["moses_integration.ini_format"])
-    assert sorted(name for name in loaded if name.startswith("moses_integration")) == \
-        ["moses_integration", "moses_integration.ini_format"]
+def test_the_moses_ini_format_stands_among_the_formats():
+    """The moses.ini format is a format (our MERT and ``prune`` read it, the wing rewrites it): it loads neither
+    the Moses wing nor torch, and the wing holds no reader of it (one definition of each: above)."""
+    loaded = _imports_in_a_fresh_python(["mosesrnn.formats.moses_ini"])
+    assert not any(name.startswith("moses_integration") for name in loaded) and "torch" not in loaded
+    assert _room("mosesrnn.formats.moses_ini", doc_floors()) == _room("mosesrnn.formats.phrase_table", doc_floors())
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every module of both packages and the modules of ours it imports (lazy imports included)."""
+    known = _module_names()
+    graph: dict[str, set[str]] = {module: set() for module in known}
+    for module, (path, package) in known.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for name in _imported(module, package, node, known):
+                    while name not in known:  # a name inside a module: the module
+                        name = name.rpartition(".")[0]
+                    graph[module] |= {name} - {module}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The modules that import each other in a loop, one list a loop (Tarjan's strongly connected components)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            loop = stack[stack.index(module):]
+            del stack[stack.index(module):]
+            if len(loop) > 1:
+                found.append(sorted(loop))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    """Inside a room too (the route's plan, checks, reuse and stages): each imports only those after it."""
+    assert circles(import_graph()) == []
+
+
+def test_the_route_reads_and_writes_its_plan_in_one_place():
+    """``plan.json`` is saved and read by :mod:`moses_integration.route.plan` alone; the other modules ask it."""
+    places = sorted({str(path.relative_to(ROOT)) for path, tree in modules("moses_integration")
+                     for node in ast.walk(tree) if isinstance(node, ast.Call)
+                     and _call_name(node).rsplit(".", 1)[-1] in ("read_json", "atomic_output", "atomic_file",
+                                                                 "open_input", "exists", "isfile")
+                     and "PLAN" in ast.unparse(node)})
+    assert places == ["moses_integration/route/plan.py"]
 
 
 # -- the registries ----------------------------------------------------------------------------------
@@ -242,11 +301,28 @@ def registry_entries() -> list[tuple[str, str]]:
     """Every ``module:name`` string of every registry, as (where, target): built lazily, so no import follows them."""
     from mosesrnn.encdec.architectures import ARCHITECTURES
     from mosesrnn.features.registry import FEATURES
+    from mosesrnn.models import MODELS
     entries = [(f"FEATURES[{name!r}].builder", spec.builder) for name, spec in FEATURES.items()]
+    entries += [(f"MODELS[{kind!r}].{what}", target) for kind, row in MODELS.items()
+                for what, target in (("loader", row.loader), ("check", row.check)) if target]
     for name, architecture in ARCHITECTURES.items():
         entries += [(f"ARCHITECTURES[{name!r}].encoder", architecture.encoder),
                     (f"ARCHITECTURES[{name!r}].decoder", architecture.decoder)]
     return entries
+
+
+def test_the_model_registry_names_the_features_and_the_options_of_its_families():
+    """Every feature a model option serves is a feature; every feature that needs a model has an option; the joint
+    model's options are its orientations'; FeatureOptions has a field for each option."""
+    from mosesrnn.bilm.orientation import JOINT_FEATURES
+    from mosesrnn.features.options import FeatureOptions
+    from mosesrnn.features.registry import FEATURES
+    from mosesrnn.models import FEATURE_MODELS, JOINT, MODEL_OPTIONS, MODELS
+    assert set(FEATURE_MODELS) <= set(FEATURES)
+    assert {name for name, spec in FEATURES.items() if spec.needs} == set(FEATURE_MODELS)
+    assert [o.option for o in JOINT_FEATURES.values()] == [o.name for o in MODELS[JOINT].options]
+    assert [o.feature for o in JOINT_FEATURES.values()] == [f for o in MODELS[JOINT].options for f in o.features]
+    assert set(MODEL_OPTIONS) <= {f.name for f in dataclasses.fields(FeatureOptions)}
 
 
 @pytest.mark.parametrize("where,target", registry_entries(), ids=[where for where, _ in registry_entries()])

@@ -12,20 +12,19 @@ from mosesrnn.cli import main
 from mosesrnn.encdec import search
 from mosesrnn.encdec.batching import pad
 from mosesrnn.encdec.generate import Searcher, Translation, nbest_line
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.pipeline.augment import augment_table
 from mosesrnn.text.vocab import EOS_ID, UNK_ID
 
-torch.set_num_threads(1)
 SOURCES = ["the house", "i am here .", "what is this", "he", "we do not know what to do .", "tom"]
 
 
 @pytest.fixture(scope="module", params=[0, 1, 2])
 def trained(request, tmp_path_factory):
     path = tmp_path_factory.mktemp("model") / f"tiny{request.param}.pt"
-    return load_trained_model(save_tiny_model(str(path), seed=request.param))
+    return load_encoder_decoder(save_tiny_model(str(path), seed=request.param))
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +78,7 @@ def test_length_limit_ends_every_hypothesis(trained, batch):
 
 def test_a_wide_beam_finds_the_exact_best_on_a_tiny_vocabulary(tmp_path):
     """Enumerate every target of at most 2 words over 4 words (no UNK): the beam must find the argmax."""
-    trained = load_trained_model(save_tiny_model(str(tmp_path / "v4.pt"), vocab_size=4))
+    trained = load_encoder_decoder(save_tiny_model(str(tmp_path / "v4.pt"), vocab_size=4))
     words = [i for i in range(len(trained.output_codec.vocabulary)) if i not in (0, UNK_ID, EOS_ID)]
     targets = [list(t) for n in range(3) for t in itertools.product(words, repeat=n)]
     for source in SOURCES[:3]:
@@ -151,7 +150,7 @@ def test_sample_command_is_reproducible(tmp_path):
 def test_augment_writes_lines_the_reader_and_score_accept(tmp_path):
     model = save_tiny_model(str(tmp_path / "m.pt"))
     out = tmp_path / "aug.gz"
-    summary = augment_table(TABLE, str(out), Searcher(load_trained_model(model)), beam_size=3, per_source=2,
+    summary = augment_table(TABLE, str(out), Searcher(load_encoder_decoder(model)), beam_size=3, per_source=2,
                             max_sources=20)
     original = list(read_entries(TABLE))
     augmented = list(read_entries(str(out)))  # the reader validates every line (same score count)

@@ -16,14 +16,13 @@ from test_train import TABLE, TINY_OPTIONS, tiny
 from mosesrnn.cli import main
 from mosesrnn.encdec.architectures import ARCHITECTURES
 from mosesrnn.encdec.layers import lengths_mask
-from mosesrnn.encdec.model_file import load_trained_model
-from mosesrnn.encdec.task import FAMILY, evaluate, evaluate_log_z, train
+from mosesrnn.encdec.model_file import load_encoder_decoder
+from mosesrnn.encdec.scoring import evaluate, evaluate_log_z
+from mosesrnn.encdec.task import FAMILY, train_encoder_decoder
 from mosesrnn.features.options import FeatureOptions
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.features.selection import select_features
 from mosesrnn.formats.phrase_table import read_entries
-
-torch.set_num_threads(1)
 
 #: A recipe that moves a tiny model within 80 updates: no warm-up, no decay, the softmax bias at 0 (so
 #: log Z starts at log K, far from 0).
@@ -32,9 +31,12 @@ QUICK = dict(max_updates=80, valid_every=80, output_bias="zero", warmup=0, lr_de
 
 def full_logits(model, src, src_len, trg, trg_len):
     """Every position's logits over the whole vocabulary, padded order, and the mask of the positions that
-    have a softmax: (B, T, K), (B, T). C14: the decoder's equations run one padded step at a time; the RCTMs:
+    have a softmax: (B, T, K), (B, T). C14: the decoder's equations run one padded step at a time (attention:
+    its ``padded_readout``); the RCTMs:
     their recurrent LM's states (RCTM II's EOS position carries the Poisson length term instead)."""
     decoder, ctx = model.decoder, model.source_context(src, src_len)
+    if hasattr(decoder, "padded_readout"):  # the attention decoder: its deep outputs in the padded order
+        return decoder.logits(decoder.padded_readout(ctx, trg)), lengths_mask(trg_len, trg.size(1))
     if hasattr(decoder, "G_l"):
         mask = lengths_mask(trg_len, trg.size(1))
         e_prev = decoder.previous_embeddings(trg)
@@ -78,14 +80,14 @@ def test_skipping_the_normaliser_adds_exactly_the_log_normalisers(encoder):
 def self_normalised(tmp_path_factory):
     """A tiny model trained 80 updates with alpha = 1 (its log Z on the validation pairs near 0)."""
     folder = tmp_path_factory.mktemp("self-norm")
-    return train(tiny(folder, self_norm=1.0, **QUICK)).best_path
+    return train_encoder_decoder(tiny(folder, self_norm=1.0, **QUICK)).best_path
 
 
 @pytest.fixture(scope="module")
 def not_self_normalised(tmp_path_factory):
     """The same training without the penalty (alpha = 0: the run as before the option)."""
     folder = tmp_path_factory.mktemp("plain")
-    return train(tiny(folder, self_norm=0.0, **QUICK)).best_path
+    return train_encoder_decoder(tiny(folder, self_norm=0.0, **QUICK)).best_path
 
 
 def _valid(path):
@@ -94,7 +96,7 @@ def _valid(path):
 
 
 def _log_z(path):
-    return evaluate_log_z(load_trained_model(path).model, _valid(path))
+    return evaluate_log_z(load_encoder_decoder(path).model, _valid(path))
 
 
 def test_the_penalty_pulls_log_z_to_0(self_normalised, not_self_normalised):
@@ -106,7 +108,7 @@ def test_the_penalty_pulls_log_z_to_0(self_normalised, not_self_normalised):
 
 
 def test_self_normalised_training_records_log_z(self_normalised):
-    trained = load_trained_model(self_normalised)
+    trained = load_encoder_decoder(self_normalised)
     stats = _log_z(self_normalised)
     assert trained.info["self_norm"] == 1.0
     assert trained.info["log_z_mean"] == pytest.approx(stats.log_z_mean, abs=1e-6)
@@ -122,7 +124,7 @@ def test_self_normalised_training_records_log_z(self_normalised):
 
 def test_alpha_0_leaves_the_run_as_it_was(not_self_normalised):
     """--self-norm 0 is off: no penalty, no new keys in the model file, the config as without the option."""
-    info = load_trained_model(not_self_normalised).info
+    info = load_encoder_decoder(not_self_normalised).info
     assert not {"self_norm", "log_z_mean", "log_z_std"} & set(info)
     assert "(log Z)^2" not in info["loss"]
     assert tiny("x", self_norm=0.0).self_norm is None and tiny("x").self_norm is None
@@ -131,15 +133,15 @@ def test_alpha_0_leaves_the_run_as_it_was(not_self_normalised):
 
 
 def test_a_run_keeps_its_alpha_on_resume(tmp_path):
-    train(tiny(tmp_path, max_updates=5, self_norm=0.5))
+    train_encoder_decoder(tiny(tmp_path, max_updates=5, self_norm=0.5))
     with pytest.raises(ValueError, match="self_norm"):
-        train(tiny(tmp_path, max_updates=10))
+        train_encoder_decoder(tiny(tmp_path, max_updates=10))
 
 
 def test_the_feature_skips_the_normaliser_of_a_self_normalised_model(self_normalised):
     """The column's values: the exact log p + the sum of log Z (float32: 1e-4), the signature says so."""
     entries = list(read_entries(TABLE))[:300]
-    trained = load_trained_model(self_normalised)
+    trained = load_encoder_decoder(self_normalised)
     exact = RNNFeature(trained).values(entries)
     skipped = RNNFeature(trained, normaliser="skip").values(entries)
     int8 = RNNFeature(trained, normaliser="skip", dtype="int8")
@@ -195,10 +197,10 @@ def test_score_refuses_to_skip_the_normaliser_of_a_model_not_trained_so(tmp_path
 
 def test_score_refuses_a_self_normalised_model_whose_log_z_strays(tmp_path, self_normalised):
     """Trained with the penalty, but its validation's mean log Z beyond the CSLM's 0.5: refused too."""
-    trained = load_trained_model(self_normalised)
-    from mosesrnn.encdec.model_file import save_trained_model
+    trained = load_encoder_decoder(self_normalised)
+    from mosesrnn.encdec.model_file import save_encoder_decoder
     stray = str(tmp_path / "stray.pt")
-    save_trained_model(stray, trained.model, trained.text, trained.direction, {**trained.info, "log_z_mean": 0.9})
+    save_encoder_decoder(stray, trained.model, trained.text, trained.direction, {**trained.info, "log_z_mean": 0.9})
     result = CliRunner().invoke(main, ["score", TABLE, "-m", stray, "-o", str(tmp_path / "out.gz"),
                                        "--normalizer", "skip"])
     assert result.exit_code == 1 and "is not self-normalised: mean log Z +0.90" in result.output
@@ -209,5 +211,5 @@ def test_train_cli_takes_self_norm(tmp_path):
                                        "--valid-every", "3", "--self-norm", "0.1", "--threads", "1", "--quiet",
                                        *TINY_OPTIONS])
     assert result.exit_code == 0, result.output
-    info = load_trained_model(str(tmp_path / "m" / "best.pt")).info
+    info = load_encoder_decoder(str(tmp_path / "m" / "best.pt")).info
     assert info["self_norm"] == 0.1 and info["log_z_mean"] is not None

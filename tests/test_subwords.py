@@ -12,7 +12,7 @@ from mosesrnn.cli import main
 from mosesrnn.encdec.config import ModelConfig
 from mosesrnn.encdec.data import load_table
 from mosesrnn.encdec.model import EncoderDecoder
-from mosesrnn.encdec.model_file import TrainedModel, load_trained_model, save_trained_model
+from mosesrnn.encdec.model_file import TrainedEncoderDecoder, load_encoder_decoder, save_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.nbest import parse_line
 from mosesrnn.formats.phrase_table import read_entries, table_value
@@ -22,7 +22,6 @@ from mosesrnn.text.subwords import load_vocab_dir, piece_vocabulary, save_vocab_
 from mosesrnn.text.tokenizers import SentencePieceTokenizer, tokenizer_from_dict, words
 from mosesrnn.text.vocab import UNK_ID, VocabularyPair, unique_pairs
 
-torch.set_num_threads(1)
 PIECES = 400  # 3 reserved + 256 bytes + the characters of the 3k table + some pieces
 TINY_ARGS = ["--embed-dim", "8", "--hidden-dim", "16", "--maxout-units", "8", "--output-rank", "6"]
 
@@ -48,13 +47,13 @@ def entries():
 
 @pytest.fixture(scope="module")
 def trained(text):
-    """A tiny subword model with random weights (std 0.3), as an in-memory TrainedModel."""
+    """A tiny subword model with random weights (std 0.3), as an in-memory TrainedEncoderDecoder."""
     torch.manual_seed(0)
     model = EncoderDecoder(ModelConfig(len(text.source.vocabulary), len(text.target.vocabulary), **TINY))
     with torch.no_grad():
         for param in model.parameters():
             param.normal_(0.0, 0.3)
-    return TrainedModel(model.eval(), text, "source-to-target", {}, "in-memory")
+    return TrainedEncoderDecoder(model.eval(), text, "source-to-target", {}, "in-memory")
 
 
 @pytest.mark.parametrize("model_type, joint", [("unigram", False), ("bpe", False), ("unigram", True)])
@@ -106,8 +105,8 @@ def test_tokenizer_round_trips_through_plain_values(models):
 
 def test_model_file_holds_the_spm_models_and_scores_identically(trained, entries, tmp_path):
     path = str(tmp_path / "spm.pt")
-    save_trained_model(path, trained.model, trained.text, trained.direction)
-    loaded = load_trained_model(path)
+    save_encoder_decoder(path, trained.model, trained.text, trained.direction)
+    loaded = load_encoder_decoder(path)
     for before, after in ((trained.text.source, loaded.text.source), (trained.text.target, loaded.text.target)):
         assert after.tokenizer.model == before.tokenizer.model
         assert after.vocabulary.itos == before.vocabulary.itos
@@ -157,7 +156,7 @@ def test_cli_vocab_train_score_end_to_end(tmp_path):
     assert result.exit_code == 0, result.output
     assert json.load(open(f"{out}.json"))["appended_columns"] == ["rnn"]  # no word shortlists: no unk
     entries = list(read())
-    expected = RNNFeature(load_trained_model(str(model_dir / "best.pt"))).values(entries)
+    expected = RNNFeature(load_encoder_decoder(str(model_dir / "best.pt"))).values(entries)
     with gzip.open(out, "rt", encoding="utf-8") as lines:
         written = [line.split(" ||| ")[2].split()[-1] for line in lines]
     assert written == [table_value(value, 9) for value in expected]
@@ -165,7 +164,7 @@ def test_cli_vocab_train_score_end_to_end(tmp_path):
 
 def test_cli_unk_with_a_subword_model_needs_word_shortlists(trained, tmp_path):
     model = str(tmp_path / "spm.pt")
-    save_trained_model(model, trained.model, trained.text, trained.direction)
+    save_encoder_decoder(model, trained.model, trained.text, trained.direction)
     runner = CliRunner()
     result = runner.invoke(main, ["score", TABLE, "-m", model, "--features", "rnn,unk", "-o", str(tmp_path / "a.gz")])
     assert result.exit_code == 1 and "has no word shortlists for the unk feature" in result.output
@@ -197,7 +196,7 @@ def test_cli_train_refuses_a_directory_of_neither_kind(tmp_path):
 def test_subword_scores_are_the_same_through_score_and_nbest(trained, tmp_path):
     nbest, source = DATA / "nbest" / "tatoeba.dev30.untuned.100best.gz", DATA / "nbest" / "tatoeba.dev30.tok.en"
     model, table = str(tmp_path / "spm.pt"), tmp_path / "hypotheses.gz"
-    save_trained_model(model, trained.model, trained.text, trained.direction)
+    save_encoder_decoder(model, trained.model, trained.text, trained.direction)
     sentences = source.read_text(encoding="utf-8").splitlines()
     with gzip.open(nbest, "rt", encoding="utf-8") as lines:
         entries = [parse_line(line, "x", i) for i, line in enumerate(lines, 1)]
@@ -209,7 +208,7 @@ def test_subword_scores_are_the_same_through_score_and_nbest(trained, tmp_path):
         result = runner.invoke(main, [command, *inputs, "-m", model, "--features", "rnn", "-q",
                                       "-o", str(tmp_path / f"{command}.gz")])
         assert result.exit_code == 0, result.output
-    expected = RNNFeature(load_trained_model(model)).values(pairs)
+    expected = RNNFeature(load_encoder_decoder(model)).values(pairs)
     with gzip.open(tmp_path / "score.gz", "rt", encoding="utf-8") as lines:
         assert [line.split(" ||| ")[2].split()[-1] for line in lines] == [table_value(v, 9) for v in expected]
     with gzip.open(tmp_path / "nbest.gz", "rt", encoding="utf-8") as lines:

@@ -15,8 +15,9 @@ from click.testing import CliRunner
 from mosesrnn.cli import main
 from mosesrnn.cli.common import parse_duration
 from mosesrnn.encdec.data import PairSet, load_table
-from mosesrnn.encdec.model_file import load_trained_model
-from mosesrnn.encdec.task import TrainConfig, evaluate, train, unigram_perplexity
+from mosesrnn.encdec.model_file import load_encoder_decoder
+from mosesrnn.encdec.scoring import evaluate
+from mosesrnn.encdec.task import EncoderDecoderTrainConfig, train_encoder_decoder, unigram_baseline
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 TABLE = os.path.join(DATA, "tatoeba.en-fr.3k.gz")
@@ -25,15 +26,15 @@ TINY = dict(embed_dim=16, hidden_dim=32, maxout_units=16, output_rank=16)
 TINY_OPTIONS = ["--embed-dim", "16", "--hidden-dim", "32", "--maxout-units", "16", "--output-rank", "16"]
 
 
-def tiny(output_dir, **changes) -> TrainConfig:
+def tiny(output_dir, **changes) -> EncoderDecoderTrainConfig:
     """A config that trains a tiny model on the 3k-line table in well under a second."""
     values = dict(output_dir=str(output_dir), table=TABLE, valid_share=0.1, valid_every=10,
                   model_overrides=TINY, quiet=True, threads=1)
-    return TrainConfig(**{**values, **changes})
+    return EncoderDecoderTrainConfig(**{**values, **changes})
 
 
 def weights(path):
-    return load_trained_model(path).model.state_dict()
+    return load_encoder_decoder(path).model.state_dict()
 
 
 def assert_same_weights(a, b):
@@ -62,15 +63,15 @@ def test_unigram_perplexity_by_hand():
     valid = PairSet(np.array([3], dtype=np.int32), np.array([0, 1]),
                     np.array([4], dtype=np.int32), np.array([0, 1]))
     expected = math.exp(-(math.log(2 / 9) + math.log(3 / 9)) / 2)  # tokens: 4, EOS
-    assert unigram_perplexity(train_pairs, valid, 5) == pytest.approx(expected, rel=1e-12)
+    assert unigram_baseline(train_pairs, valid, 5) == pytest.approx(expected, rel=1e-12)
 
 
 def test_writes_checkpoints_log_and_plot(tmp_path):
-    result = train(tiny(tmp_path, max_updates=25))
+    result = train_encoder_decoder(tiny(tmp_path, max_updates=25))
     assert (result.updates, result.stop_reason) == (25, "max_updates")
     for name in ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png", "vocab/source.vocab"):
         assert os.path.exists(tmp_path / name), name
-    best, last = load_trained_model(result.best_path), load_trained_model(result.last_path)
+    best, last = load_encoder_decoder(result.best_path), load_encoder_decoder(result.last_path)
     assert last.info["updates"] == 25 and best.info["updates"] in (10, 20, 25)
     assert best.info["valid_ppl"] == pytest.approx(result.best_valid_ppl)
     assert best.info["unigram_ppl"] == pytest.approx(result.unigram_ppl)
@@ -83,9 +84,9 @@ def test_writes_checkpoints_log_and_plot(tmp_path):
 
 def test_resume_is_identical_to_a_straight_run(tmp_path):
     # a constant rate: a decay runs to each invocation's --max-updates, which the resumption raises here
-    straight = train(tiny(tmp_path / "straight", max_updates=40, lr_decay="none"))
-    train(tiny(tmp_path / "resumed", max_updates=20, lr_decay="none"))
-    resumed = train(tiny(tmp_path / "resumed", max_updates=40, lr_decay="none"))
+    straight = train_encoder_decoder(tiny(tmp_path / "straight", max_updates=40, lr_decay="none"))
+    train_encoder_decoder(tiny(tmp_path / "resumed", max_updates=20, lr_decay="none"))
+    resumed = train_encoder_decoder(tiny(tmp_path / "resumed", max_updates=40, lr_decay="none"))
     assert resumed.resumed and resumed.updates == 40
     assert_same_weights(weights(straight.last_path), weights(resumed.last_path))
     assert resumed.best_valid_nll == pytest.approx(straight.best_valid_nll, abs=1e-6)
@@ -100,7 +101,7 @@ def test_the_small_recipe_warms_up_decays_buckets_and_starts_at_the_unigram_bias
                                              "output_bias")] == ["adadelta", 1.0, 0, "none", 0, "zero"]
     other = tiny(tmp_path, optimizer="adadelta")  # the recipe holds for its own optimizer only
     assert (other.setting("warmup"), other.setting("lr_decay"), other.setting("learning_rate")) == (0, "none", 1.0)
-    train(tiny(tmp_path, max_updates=20, warmup=5))
+    train_encoder_decoder(tiny(tmp_path, max_updates=20, warmup=5))
     state = torch.load(tmp_path / "state.pt", weights_only=True)
     assert state["optimizer"]["param_groups"][0]["lr"] == pytest.approx(1e-2 * (1 - 19 / 20))  # the last update's
     records = [json.loads(line) for line in open(tmp_path / "train.jsonl")]
@@ -124,18 +125,19 @@ def test_the_schedule_by_updates():
 
 
 def test_interrupt_saves_and_resumes_exactly(tmp_path):
-    interrupted = train(tiny(tmp_path / "a", max_updates=30), should_stop=lambda updates: updates >= 13)
+    interrupted = train_encoder_decoder(tiny(tmp_path / "a", max_updates=30), should_stop=lambda updates: updates >= 13)
     assert (interrupted.stop_reason, interrupted.updates) == ("interrupted", 13)
-    assert load_trained_model(interrupted.last_path).info["updates"] == 13
+    assert load_encoder_decoder(interrupted.last_path).info["updates"] == 13
     assert torch.load(tmp_path / "a" / "state.pt", weights_only=True)["updates"] == 13
-    resumed = train(tiny(tmp_path / "a", max_updates=30, resume="require"))
-    straight = train(tiny(tmp_path / "b", max_updates=30))
+    resumed = train_encoder_decoder(tiny(tmp_path / "a", max_updates=30, resume="require"))
+    straight = train_encoder_decoder(tiny(tmp_path / "b", max_updates=30))
     assert_same_weights(weights(straight.last_path), weights(resumed.last_path))
 
 
 def test_sigint_stops_a_running_training_and_saves(tmp_path):
-    script = ("import logging, sys; from mosesrnn.encdec.task import TrainConfig, train; "
-              f"r = train(TrainConfig(output_dir={str(tmp_path)!r}, table={TABLE!r}, valid_share=0.1, "
+    script = ("import logging, sys; from mosesrnn.encdec.task import EncoderDecoderTrainConfig, train_encoder_decoder; "
+              f"r = train_encoder_decoder(EncoderDecoderTrainConfig(output_dir={str(tmp_path)!r}, table={TABLE!r}, "
+              f"valid_share=0.1, "
               f"valid_every=5, model_overrides={TINY!r}, quiet=True, threads=1)); "
               "print(r.stop_reason, r.updates)")
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
@@ -147,15 +149,15 @@ def test_sigint_stops_a_running_training_and_saves(tmp_path):
     reason, updates = out.split()
     assert process.returncode == 0 and reason == "interrupted"
     assert torch.load(tmp_path / "state.pt", weights_only=True)["updates"] == int(updates)
-    assert load_trained_model(str(tmp_path / "last.pt")).info["updates"] == int(updates)
+    assert load_encoder_decoder(str(tmp_path / "last.pt")).info["updates"] == int(updates)
 
 
 def test_resume_refuses_a_different_setup(tmp_path):
-    train(tiny(tmp_path, max_updates=5))
+    train_encoder_decoder(tiny(tmp_path, max_updates=5))
     with pytest.raises(ValueError, match="batch_size"):
-        train(tiny(tmp_path, max_updates=10, batch_size=32))
+        train_encoder_decoder(tiny(tmp_path, max_updates=10, batch_size=32))
     with pytest.raises(FileNotFoundError):
-        train(tiny(tmp_path / "empty", resume="require"))
+        train_encoder_decoder(tiny(tmp_path / "empty", resume="require"))
 
 
 def test_held_out_true_pairs_score_above_shuffled_pairs(tmp_path):
@@ -163,8 +165,8 @@ def test_held_out_true_pairs_score_above_shuffled_pairs(tmp_path):
     the same target, so its length and frequency cannot decide; only the source can."""
     config = tiny(tmp_path, max_updates=800, valid_every=800, valid_share=0.2, batch_size=32,
                   model_overrides=dict(embed_dim=32, hidden_dim=64, maxout_units=32, output_rank=32))
-    result = train(config)
-    trained = load_trained_model(result.best_path)
+    result = train_encoder_decoder(config)
+    trained = load_encoder_decoder(result.best_path)
     valid = load_table(TABLE, vocabularies=trained.vocabularies, valid_share=0.2).valid
     moved = valid.subset(np.roll(np.arange(len(valid)), len(valid) // 2))  # other input phrases
     shuffled = PairSet(moved.src_ids, moved.src_offsets, valid.trg_ids, valid.trg_offsets)
@@ -178,8 +180,8 @@ def test_held_out_true_pairs_score_above_shuffled_pairs(tmp_path):
 
 
 def test_evaluate_does_not_depend_on_batch_size(tmp_path):
-    result = train(tiny(tmp_path, max_updates=10))
-    model = load_trained_model(result.last_path).model
+    result = train_encoder_decoder(tiny(tmp_path, max_updates=10))
+    model = load_encoder_decoder(result.last_path).model
     valid = load_table(TABLE, valid_share=0.1).valid
     expected = evaluate(model, valid, batch_size=500)
     assert evaluate(model, valid, batch_size=7) == pytest.approx(expected, rel=1e-5)
@@ -192,7 +194,7 @@ def test_cli_trains_end_to_end(tmp_path):
                                        "--valid-share", "0.1", "--quiet", *TINY_OPTIONS])
     assert result.exit_code == 0, result.output
     assert "validation perplexity" in result.output and "unigram" in result.output
-    assert load_trained_model(str(out / "best.pt")).direction == "source-to-target"
+    assert load_encoder_decoder(str(out / "best.pt")).direction == "source-to-target"
 
 
 def test_cli_trains_on_a_corpus_in_reverse(tmp_path):
@@ -200,7 +202,7 @@ def test_cli_trains_on_a_corpus_in_reverse(tmp_path):
     result = CliRunner().invoke(main, ["train", "--corpus", *CORPUS, "-o", str(out), "--max-updates", "5",
                                        "--direction", "target-to-source", "--quiet", *TINY_OPTIONS])
     assert result.exit_code == 0, result.output
-    trained = load_trained_model(str(out / "last.pt"))
+    trained = load_encoder_decoder(str(out / "last.pt"))
     assert trained.direction == "target-to-source" and "corpus" in trained.info["data"]
     assert trained.model.config.src_vocab_size == len(trained.vocabularies.target)
 

@@ -28,13 +28,13 @@ from click.testing import CliRunner
 from conftest import DATA
 from scoring_helpers import save_tiny_model
 
-from moses_integration.ini_format import read_weights, weights_text
 from moses_integration.mert_moses import MertSettings, find_tools, mert_command, relative_paths
 from moses_integration.mert_report import weights_table
 from moses_integration.nplm_check import heap_disagreements, nplm_feature_names
 from moses_integration.route import RouteOptions
 from moses_integration.route.report_file import read_report
 from mosesrnn.cli import main
+from mosesrnn.formats.moses_ini import read_weights, weights_text
 from mosesrnn.formats.nbest import read_nbest
 from mosesrnn.tuning.bleu import file_bleu
 from mosesrnn.tuning.mert import MertOptions

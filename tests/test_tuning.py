@@ -13,9 +13,9 @@ from conftest import built_program
 from moses_stats import read_moses_init, read_moses_stats
 from sacrebleu.metrics.bleu import BLEU
 
-from moses_integration.ini_format import read_weights, weights_text
 from mosesrnn.cli.mert import mert as mert_command
 from mosesrnn.cli.mert import rerank as rerank_command
+from mosesrnn.formats.moses_ini import read_weights, weights_text
 from mosesrnn.formats.nbest import NbestError, group_by_sentence, read_nbest
 from mosesrnn.tuning.bleu import BleuStatistics, bleu_scores
 from mosesrnn.tuning.envelope import upper_envelope, upper_envelopes

@@ -15,16 +15,19 @@ columns, then the others), the stages are:
    (``SYSTEM-runK.rescored.test.hyp``); the control re-tunes and reranks the same lists without the features
    (``SYSTEM-runK.retuned.test.hyp``). With ``baseline_control``, the baseline's lists get the control alone.
 
-In three modules: :mod:`.plan` (what the tuning is of, ``plan.json``, where each run keeps its files,
-what stops it from starting), :mod:`.stages` (running them, or a dry run's commands), :mod:`.report`
-(measuring every stage on the test set), written as :mod:`.report_file` (``report.json``, ``report.md``).
+Its modules, each importing only those after it: :mod:`.checks` (everything that stops it from starting),
+:mod:`.stages` (running them, or a dry run's commands), :mod:`.report` (measuring every stage on the test
+set), written as :mod:`.report_file` (``report.json``, ``report.md``), :mod:`.reuse` (another tuning's runs,
+``--runs-from``), :mod:`.plan` (what the tuning is of, saved and read as ``plan.json``, where each run keeps
+its files).
 """
 from __future__ import annotations
 
 from typing import Callable
 
 from ..mert_moses import MertSetupError, find_tools
-from .plan import RouteOptions, RoutePlan, StageFiles, plan_problems, stage_files
+from .checks import plan_problems
+from .plan import RouteOptions, RoutePlan, StageFiles, stage_files
 from .report import build_report, compare_with
 from .report_file import RouteReport, StageResult, markdown, read_report, write_report
 from .stages import dry_run_commands, rescore_run, run_route

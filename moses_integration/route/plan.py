@@ -8,21 +8,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import asdict, dataclass, field, fields
 
-from mosesrnn.bilm.orientation import JOINT_FEATURES
 from mosesrnn.features.options import FeatureOptions
-from mosesrnn.features.registry import FEATURES
-from mosesrnn.formats.text_file import read_lines
+from mosesrnn.io.compressed import atomic_output
 from mosesrnn.io.json_file import read_json
+from mosesrnn.models import MODEL_OPTIONS, MODELS
 
-from ..ini_format import parse_ini, phrase_tables, read_ini_text
-from ..mert_moses import MertSettings, relative_paths
+from ..mert_moses import MertSettings
 
 __all__ = ["PLAN", "BASELINE", "SYSTEM", "RESCORED", "BASELINE_RESCORED", "RESCORED_STAGES", "RETUNED",
            "BASELINE_RETUNED", "CONTROLS", "CONTROL_STAGES", "RoutePlan", "RouteOptions", "StageFiles", "stage_files",
-           "file_record", "plan_problems"]
+           "file_record", "save_plan", "saved_plan"]
 
 PLAN = "plan.json"
 BASELINE, SYSTEM, RESCORED, BASELINE_RESCORED = "baseline", "system", "rescored", "baseline-rescored"
@@ -32,16 +29,15 @@ RESCORED_STAGES = {RESCORED: SYSTEM, BASELINE_RESCORED: BASELINE}  # a rescored 
 RETUNED, BASELINE_RETUNED = "retuned", "baseline-retuned"
 CONTROLS = {RESCORED: RETUNED, BASELINE_RESCORED: BASELINE_RETUNED}  # a rescored stage -> its control
 CONTROL_STAGES = {RETUNED: SYSTEM, BASELINE_RETUNED: BASELINE}  # a control -> the system whose lists it re-tunes
-#: The features that read each hypothesis' word alignment (the lists are decoded with it): the joint models'.
-_READS_ALIGNMENTS = frozenset(JOINT_FEATURES)
-#: The FeatureOptions fields of the joint model files, each of one orientation (bilm, bilm_t2s...).
-_JOINT_OPTIONS = {o.option: o for o in JOINT_FEATURES.values()}
-#: The model-file kind each feature option names (mosesrnn.io.roles.MODEL_KINDS), checked before any work.
-_OPTION_KINDS = {"model": "encoder-decoder", "reverse_model": "encoder-decoder", "lm": "cslm",
-                 **dict.fromkeys(_JOINT_OPTIONS, "bilm")}
-#: FeatureOptions fields added after plan.json's first version: recorded only when set, so that a tuning started
-#: before them continues.
-_ADDED_LATER = ("normalizer", *_JOINT_OPTIONS)
+#: The features that read each hypothesis' word alignment (the lists are decoded with it): those of the model kinds
+#: that read it (the joint models').
+_READS_ALIGNMENTS = frozenset(feature for row in MODELS.values() if row.reads_alignments for option in row.options
+                              for feature in option.features)
+#: The model files plan.json's first version recorded, given or not.
+_FIRST_MODELS = ("model", "reverse_model", "lm")
+#: FeatureOptions fields added after plan.json's first version (the other model files among them): recorded only
+#: when set, so that a tuning started before them continues.
+_ADDED_LATER = ("normalizer", *(name for name in MODEL_OPTIONS if name not in _FIRST_MODELS))
 
 
 @dataclass(frozen=True)
@@ -141,7 +137,7 @@ class RouteOptions:
         models = {name: options[name] for name in _FEATURE_FIELDS - {"features"} if name in options}
         features, baseline_features = options.get("features"), options.get("baseline_features")
         rescoring = None
-        if features is not None or any(models.get(spec.needs) for spec in FEATURES.values() if spec.needs):
+        if features is not None or any(models.get(name) for name in MODEL_OPTIONS):
             rescoring = FeatureOptions(features=features, **models)
         plain = {name: options[name] for name in own if name in options}
         if baseline_features is not None and not baseline_features:
@@ -164,10 +160,28 @@ def _rescoring_record(options: FeatureOptions | None) -> dict | None:
     defaults = FeatureOptions()
     record = {key: value for key, value in asdict(options).items() if key not in ("device", "threads")
               and not (key in _ADDED_LATER and value == getattr(defaults, key))}
-    for key in ("model", "reverse_model", "lm", "vocab", *_JOINT_OPTIONS):
+    for key in (*MODEL_OPTIONS, "vocab"):
         if key in record:
             record[key] = file_record(record[key])
     return record
+
+
+def save_plan(plan: RoutePlan) -> None:
+    """Write ``plan.json`` in the plan's working folder: :meth:`RoutePlan.record`, whole or not at all."""
+    with atomic_output(os.path.join(plan.work_dir, PLAN)) as stream:
+        stream.write((json.dumps(plan.record(), indent=1) + "\n").encode("utf-8"))
+
+
+def saved_plan(folder: str) -> dict | None:
+    """The record of the plan saved in ``folder`` by :func:`save_plan` (None: no ``plan.json`` there); raises
+    ValueError naming the file for one that is damaged or not an object."""
+    path = os.path.join(folder, PLAN)
+    if not os.path.exists(path):
+        return None
+    saved = read_json(path, "the plan `mosesrnn tune` writes")
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path}: not the plan `mosesrnn tune` writes (not an object)")
+    return saved
 
 
 def file_record(path: str | None) -> list | None:
@@ -235,106 +249,3 @@ class StageFiles:
 def stage_files(plan: RoutePlan, system: str, run: int) -> StageFiles:
     """The files of run ``run`` of ``system`` in the plan's working folder."""
     return StageFiles(os.path.join(plan.work_dir, f"{system}-run{run}"))
-
-
-def plan_problems(plan: RoutePlan, tools_missing: list[str]) -> list[str]:
-    """Everything that stops the tuning before it starts, the user's files first, then the machine's programs."""
-    problems = []
-    for path in (plan.dev_src, plan.dev_ref, plan.ini, plan.baseline, plan.test_src, plan.test_ref):
-        if path is not None and os.path.isfile(path) and os.path.getsize(path) == 0:
-            problems.append(f"{path} is empty")
-    for ini in filter(None, (plan.ini, plan.baseline)):
-        relative = relative_paths(ini) if os.path.isfile(ini) and os.path.getsize(ini) else []
-        problems += [f"{where} is relative, but mert-moses.pl decodes inside its working directory: use an absolute "
-                     f"path" for where in relative]
-        if relative:
-            problems.append(f"to make every path of {ini} absolute: mosesrnn moses-ini {ini} --absolute-paths "
-                            "--relative-to DIR -o NEW.ini, DIR being where they are relative to")
-    for source, reference in ((plan.dev_src, plan.dev_ref), (plan.test_src, plan.test_ref)):
-        if all(os.path.isfile(path) and os.path.getsize(path) for path in (source, reference)):
-            lines = (len(read_lines(source)), len(read_lines(reference)))
-            if lines[0] != lines[1]:
-                problems.append(f"{source} has {lines[0]} lines but {reference} has {lines[1]}")
-    for system, ini in plan.systems():
-        rescoring = plan.rescoring_of(system)
-        if rescoring is not None:
-            problems += rescoring_problems(rescoring)
-            if plan.word_alignments(system) and os.path.isfile(ini) and os.path.getsize(ini):
-                problems += _alignment_problems(ini)
-    from .reuse import reuse_problems
-    problems += _plan_record_problems(plan) + reuse_problems(plan)
-    return problems + tools_missing
-
-
-def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
-    """What stops the rescoring stages, found before the first stage: a feature without its model file, a model
-    file of another kind, one that is not a model file, a joint model of another orientation than its option's."""
-    from mosesrnn.bilm.model_file import load_joint_model
-    from mosesrnn.io.model_store import ModelFileError, model_kind
-    from mosesrnn.io.roles import MODEL_KINDS
-
-    def flag(option: str) -> str:
-        return "-m" if option == "model" else "--" + option.replace("_", "-")
-
-    problems = []
-    for name in rescoring.names():
-        needs = FEATURES[name].needs
-        if needs and getattr(rescoring, needs) is None:
-            problems.append(f"the {name} rescoring feature needs its model file: give {flag(needs)}")
-    for option, kind in _OPTION_KINDS.items():
-        path = getattr(rescoring, option)
-        if path is None or not os.path.isfile(path):
-            continue
-        try:
-            found = model_kind(path)
-        except ModelFileError as error:
-            problems.append(str(error))
-            continue
-        if found != kind:
-            problems.append(f"{path} is {MODEL_KINDS[found]}, but {flag(option)} takes {MODEL_KINDS[kind]}")
-        elif option in _JOINT_OPTIONS:
-            refusal = _JOINT_OPTIONS[option].refusal(load_joint_model(path).orientation, path)
-            problems += [refusal] if refusal else []
-    return problems
-
-
-def _alignment_problems(ini: str) -> list[str]:
-    """A feature reads the hypotheses' word alignment: every phrase table of ``ini`` must hold word alignments."""
-    from mosesrnn.io.compressed import open_input
-    from mosesrnn.io.declared import declare_input
-    problems = []
-    for table in phrase_tables(parse_ini(read_ini_text(ini)), ini):
-        path = next((p for p in (table.path, (table.path or "") + ".gz") if p and "$" not in p and os.path.isfile(p)),
-                    None)
-        if path is None:
-            continue  # a binarized table: Moses says it when it decodes
-        declare_input(path)  # a file the declared moses.ini names
-        with open_input(path) as stream:
-            first = stream.readline().decode("utf-8", errors="replace")
-        fields = first.split(" ||| ")
-        if len(fields) < 4 or not re.fullmatch(r"(\d+-\d+ ?)+", fields[3].strip()):
-            problems.append(f"{path}:1: no word alignment (the fourth field): the bilm features read each "
-                            f"hypothesis' word alignment, which Moses writes only from a table that holds them "
-                            f"(train-model.perl keeps them by default)")
-    return problems
-
-
-def _plan_record_problems(plan: RoutePlan) -> list[str]:
-    path = os.path.join(plan.work_dir, PLAN)
-    if not os.path.exists(path):
-        leftovers = [name for name in os.listdir(plan.work_dir) if not name.startswith(".")] \
-            if os.path.isdir(plan.work_dir) else []
-        return [f"{plan.work_dir} holds files of something else ({', '.join(sorted(leftovers)[:3])}...): tune into "
-                f"a fresh folder"] if leftovers else []
-    try:
-        saved = read_json(path, "the plan `mosesrnn tune` writes")
-    except ValueError as error:
-        return [f"{error}: tune into a fresh folder"]
-    if not isinstance(saved, dict):
-        return [f"{path}: not the plan `mosesrnn tune` writes (not an object): tune into a fresh folder"]
-    current = json.loads(json.dumps(plan.record()))
-    differing = sorted(key for key in set(saved) | set(current) if saved.get(key) != current.get(key))
-    if differing:
-        return [f"{plan.work_dir} holds a tuning of other {', '.join(differing)} ({path}): continue it with the "
-                f"command that started it, or tune into a fresh folder"]
-    return []

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict
 
+from mosesrnn.formats.moses_ini import parse_ini, phrase_tables, read_ini_text, read_weights
 from mosesrnn.formats.sidecar import SidecarError, read_sidecar, sidecar_path
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.declared import declare_input
@@ -15,7 +16,6 @@ from mosesrnn.io.json_file import read_json
 from mosesrnn.tuning.bleu import file_bleu
 from mosesrnn.tuning.significance import compare_runs
 
-from ..ini_format import parse_ini, phrase_tables, read_ini_text, read_weights
 from ..mert_moses import decoding_speed, iterations
 from .plan import BASELINE, CONTROL_STAGES, CONTROLS, RESCORED_STAGES, SYSTEM, RoutePlan, StageFiles, stage_files
 from .report_file import RouteReport, StageResult

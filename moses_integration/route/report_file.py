@@ -20,11 +20,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import statistics
 from dataclasses import asdict, dataclass, field
 
 from mosesrnn.io.compressed import atomic_output
 from mosesrnn.io.json_file import read_json
+from mosesrnn.tuning.significance import mean_std
 
 from .plan import CONTROL_STAGES
 
@@ -124,8 +124,8 @@ def markdown(report: RouteReport, reference: str = "baseline") -> str:
             "weights (share of L1) | iterations | decoding (sent./s) |",
             "|---|---|---|---|---|---|" + ("---|---|---|" if with_controls else "") + "---|---|---|"]
     for stage in report.stages:
-        mean = statistics.mean(stage.bleu)
-        spread = f" ± {statistics.stdev(stage.bleu):.2f}" if len(stage.bleu) > 1 else " (1 run)"
+        mean, std = mean_std(stage.bleu)
+        spread = f" ± {std:.2f}" if std is not None else " (1 run)"
         shares = ", ".join(f"{name} {share:+.3f}" for name, share in stage.weight_shares.items()) or "-"
         pairs = f"{stage.pairs_agreeing} of {stage.pairs}" if stage.pairs else "-"
         control = ""

@@ -15,47 +15,19 @@ from typing import Callable
 
 from mosesrnn.formats.nbest import read_nbest
 from mosesrnn.io.declared import check_write
-from mosesrnn.io.json_file import read_json
 
-from .plan import BASELINE, PLAN, SYSTEM, RoutePlan, StageFiles, file_record, stage_files
+from .plan import BASELINE, SYSTEM, RoutePlan, StageFiles, file_record, saved_plan, stage_files
 
-__all__ = ["reuse_problems", "reused_files", "link_reused_runs"]
-
-#: What a reused run must share with this tuning: the sets it was tuned and tested on, and how.
-_SHARED = ("dev_src", "dev_ref", "test_src", "test_ref")
-
-
-def reuse_problems(plan: RoutePlan) -> list[str]:
-    """Why ``plan.runs_from`` cannot lend its runs: no plan of a tuning there, other dev or test sets, other
-    MERT settings or n-best size, or none of the plan's moses.ini tuned there."""
-    if plan.runs_from is None:
-        return []
-    path = os.path.join(plan.runs_from, PLAN)
-    if not os.path.isfile(path):
-        return [f"--runs-from {plan.runs_from}: no {PLAN} of a `mosesrnn tune` there"]
-    saved = _saved_plan(plan.runs_from)
-    if saved is None:
-        return [f"--runs-from {path}: not the plan `mosesrnn tune` writes (damaged, or of another program)"]
-    current = plan.record()
-    differing = [name for name in _SHARED if saved["files"].get(name) != current["files"][name]]
-    differing += ["nbest_size"] if saved.get("nbest_size") != current["nbest_size"] else []
-    differing += [f"mert {name}" for name, value in current["mert"].items()
-                  if name != "threads" and (saved.get("mert") or {}).get(name) != value]
-    if differing:
-        return [f"--runs-from {plan.runs_from} tuned with other {', '.join(differing)}: its runs cannot serve "
-                f"this tuning"]
-    if not any(_lender(saved, ini) for _, ini in plan.systems()):
-        return [f"--runs-from {plan.runs_from} tuned none of {', '.join(ini for _, ini in plan.systems())} (the "
-                f"same file, of the same size)"]
-    return []
+__all__ = ["reused_files", "link_reused_runs", "tuned_by"]
 
 
 def reused_files(plan: RoutePlan, system: str, run: int) -> list[tuple[str, str]]:
     """``(here, there)``: the files of run ``run`` of ``system`` that ``plan.runs_from`` lends (none when it did
     not finish that run of the same moses.ini, or when the run is here already)."""
-    if plan.runs_from is None or (saved := _saved_plan(plan.runs_from)) is None:
+    saved = _lendable_plan(plan.runs_from)
+    if saved is None:
         return []
-    lender = _lender(saved, dict(plan.systems())[system])
+    lender = tuned_by(saved, dict(plan.systems())[system])
     here = stage_files(plan, system, run)
     if lender is None or os.path.lexists(here.mert_dir):
         return []
@@ -90,17 +62,18 @@ def link_reused_runs(plan: RoutePlan, log: Callable[[str], None]) -> None:
                     f"({', '.join(sorted(os.path.basename(here) for here, _ in files))})")
 
 
-def _saved_plan(folder: str) -> dict | None:
-    path = os.path.join(folder, PLAN)
+def _lendable_plan(folder: str | None) -> dict | None:
+    """The plan saved in ``folder`` when it is one a run can be lent from (None: no folder, no plan, or a damaged
+    one: :mod:`.checks` says which before anything runs)."""
     try:
-        saved = read_json(path, "the plan `mosesrnn tune` writes") if os.path.isfile(path) else None
+        saved = saved_plan(folder) if folder is not None else None
     except ValueError:
         return None
-    return saved if isinstance(saved, dict) and isinstance(saved.get("files"), dict) else None
+    return saved if saved is not None and isinstance(saved.get("files"), dict) else None
 
 
-def _lender(saved: dict, ini: str) -> str | None:
-    """The name of the system of the saved tuning that tuned ``ini`` (the same path and size), or None."""
+def tuned_by(saved: dict, ini: str) -> str | None:
+    """The name of the system of the saved plan ``saved`` that tuned ``ini`` (the same path and size), or None."""
     files = saved["files"]
     tuned = {BASELINE: files.get("baseline"), SYSTEM: files.get("ini"), **(saved.get("others") or {})}
     return next((name for name, record in tuned.items() if record == file_record(ini)), None)

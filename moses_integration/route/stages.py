@@ -12,11 +12,16 @@ import os
 import threading
 from typing import Callable
 
+from mosesrnn.api import score_nbest
 from mosesrnn.features.options import FeatureOptions
+from mosesrnn.formats.moses_ini import read_weights, weights_text
 from mosesrnn.io.atomic import atomic_file
 from mosesrnn.io.compressed import atomic_output
+from mosesrnn.tuning.mert import MertOptions
+from mosesrnn.tuning.nbest_mert import mert_nbest_files
+from mosesrnn.tuning.rerank import rerank
+from mosesrnn.tuning.vectors import named_weights
 
-from ..ini_format import read_weights, weights_text
 from ..mert_moses import (
     MosesTools,
     check_ini_loads,
@@ -29,7 +34,7 @@ from ..mert_moses import (
 )
 from ..nplm_check import HEAPS, check_nplm_reads_its_files, nplm_feature_names
 from ..tools import format_command
-from .plan import PLAN, RoutePlan, StageFiles, stage_files
+from .plan import RoutePlan, StageFiles, save_plan, stage_files
 from .report import build_report
 from .report_file import REPORT_JSON, REPORT_MD, RouteReport, markdown, write_report
 from .reuse import link_reused_runs, reused_files
@@ -45,8 +50,7 @@ def run_route(plan: RoutePlan, tools: MosesTools, log: Callable[[str], None]) ->
         if names := nplm_feature_names(ini):
             log(f"{system}: checking that the decoder's {', '.join(names)} read their files (two short decodes)")
             check_nplm_reads_its_files(tools, ini, plan.dev_src, os.path.join(plan.work_dir, f"{system}-nplm-check"))
-    with atomic_output(os.path.join(plan.work_dir, PLAN)) as stream:
-        stream.write((json.dumps(plan.record(), indent=1) + "\n").encode("utf-8"))
+    save_plan(plan)
     link_reused_runs(plan, log)
     for system, ini in plan.systems():
         for run in range(1, plan.runs + 1):
@@ -87,11 +91,6 @@ def rescore_run(plan: RoutePlan, rescoring: FeatureOptions | None, files: StageF
     ``files.tuned_ini`` (seed ``run``), rerank the test list; and the control: the same lists, without the
     features, through the same MERT (seed, starting weights) and reranking. ``rescoring`` None: the control
     alone. Each stage is skipped when its file exists."""
-    from mosesrnn.api import score_nbest
-    from mosesrnn.tuning.mert import MertOptions
-    from mosesrnn.tuning.nbest_mert import mert_nbest_files
-    from mosesrnn.tuning.rerank import rerank
-    from mosesrnn.tuning.vectors import named_weights
     tunings = [(files.dev_nbest, files.test_nbest, files.retuned_weights, files.retuned_hyp)]  # the control
     if rescoring is not None:
         for listing, source, rescored in ((files.dev_nbest, plan.dev_src, files.dev_rescored),

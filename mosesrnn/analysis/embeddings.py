@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..encdec.batching import pad
-from ..encdec.model_file import TrainedModel
+from ..encdec.model_file import TrainedEncoderDecoder
 from ..io.figures import save_png
 from ..text.escapes import display_text
 from ..text.vocab import RESERVED
@@ -24,7 +24,7 @@ __all__ = ["word_vectors", "phrase_vectors", "project", "neighbours", "PROJECTIO
 PROJECTIONS = ("pca", "tsne")
 
 
-def word_vectors(trained: TrainedModel, n: int) -> tuple[list[str], np.ndarray]:
+def word_vectors(trained: TrainedEncoderDecoder, n: int) -> tuple[list[str], np.ndarray]:
     """The ``n`` most frequent input words and their embeddings e(x), shape (n, E)."""
     embed = getattr(trained.model.encoder, "embed", None)
     if embed is None:
@@ -35,7 +35,7 @@ def word_vectors(trained: TrainedModel, n: int) -> tuple[list[str], np.ndarray]:
 
 
 @torch.inference_mode()
-def phrase_vectors(trained: TrainedModel, phrases: Sequence[str], batch_size: int = 256) -> np.ndarray:
+def phrase_vectors(trained: TrainedEncoderDecoder, phrases: Sequence[str], batch_size: int = 256) -> np.ndarray:
     """The encoder's summary vector c of each (non-empty) phrase, shape (len(phrases), H)."""
     parts = []
     device = next(trained.model.parameters()).device

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
-from ..encdec.model_file import TrainedModel
+from ..encdec.model_file import TrainedEncoderDecoder
 from ..encdec.scoring import PairScorer
 
 __all__ = ["TextPair", "PerplexityResult", "perplexity", "shuffled"]
@@ -53,7 +53,7 @@ def shuffled(pairs: Sequence[TextPair], seed: int, side: int = 0) -> list[TextPa
     return [TextPair(*((new, pair[1]) if side == 0 else (pair[0], new))) for new, pair in zip(moved, pairs)]
 
 
-def perplexity(trained: TrainedModel, pairs: Sequence[TextPair], *, seed: int = 1, device: str = "cpu",
+def perplexity(trained: TrainedEncoderDecoder, pairs: Sequence[TextPair], *, seed: int = 1, device: str = "cpu",
                batch_tokens: int = 4096) -> PerplexityResult:
     """Perplexity of ``pairs`` (table-side source and target) and of the shuffled control.
 

@@ -9,13 +9,12 @@ index 2, which C14 calls p(f | e) (their f is the target). Rank correlation: Spe
 """
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..formats.phrase_table import read_entries, score_column
+from ..formats.phrase_table import moses_log, read_entries, score_column
 from ..formats.sidecar import read_table_sidecar
 from ..io.figures import save_png
 from ..text.escapes import display_text
@@ -24,7 +23,6 @@ from . import optional
 __all__ = ["ColumnPair", "read_columns", "rnn_column_index", "spearman", "plot_report", "TM_COLUMN"]
 
 TM_COLUMN = 2  # Moses' third score: the direct phrase translation probability p(target | source)
-LOG_FLOOR = -100.0
 
 
 @dataclass
@@ -45,10 +43,6 @@ def rnn_column_index(path: str) -> int | None:
         return None
     names = list(sidecar.appended_columns)
     return names.index("rnn") - len(names) if "rnn" in names else None
-
-
-def _log(value: float) -> float:
-    return max(math.log(value), LOG_FLOOR) if value > 0 else LOG_FLOOR
 
 
 def read_columns(path: str, rnn_column: int | None = None, tm_column: int = TM_COLUMN,
@@ -72,8 +66,8 @@ def read_columns(path: str, rnn_column: int | None = None, tm_column: int = TM_C
                 tm_column = score_column(path, entry, tm_column, "--tm-column")
             if max_lines is not None and len(rnn) >= max_lines:
                 break
-            rnn.append(_log(entry.scores[rnn_column]))
-            tm.append(_log(entry.scores[tm_column]))
+            rnn.append(moses_log(entry.scores[rnn_column]))
+            tm.append(moses_log(entry.scores[tm_column]))
     if not rnn:
         raise ValueError(f"{path}: no lines")
     return ColumnPair(np.array(rnn), np.array(tm), len(rnn), rnn_column, tm_column)

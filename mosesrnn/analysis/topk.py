@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..encdec.model_file import TrainedModel
+from ..encdec.model_file import TrainedEncoderDecoder
 from ..encdec.scoring import PairScorer
 from ..formats.phrase_table import PhraseEntry, score_column, source_groups
 from ..text.tokenizers import words
@@ -78,7 +78,7 @@ def _checked(groups: Iterable[list[PhraseEntry]], path: str, tm_column: int) -> 
         yield group
 
 
-def rank_candidates(trained: TrainedModel, groups: Sequence[list[PhraseEntry]], k: int = 3,
+def rank_candidates(trained: TrainedEncoderDecoder, groups: Sequence[list[PhraseEntry]], k: int = 3,
                     tm_column: int = TM_COLUMN, device: str = "cpu") -> list[TopTargets]:
     """Each group's ``k`` best targets by the table's column and by the RNN."""
     values = iter(PairScorer(trained, device=device).log_probs([entry for group in groups for entry in group]))

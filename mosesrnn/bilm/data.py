@@ -31,6 +31,7 @@ from ..formats.errors import FileLineError
 from ..formats.text_file import parallel_lines
 from ..io.readers import reader
 from ..text.tokenizers import words
+from ..train.validation import held_out, split_hash
 from .orientation import FORWARD, Orientation
 
 __all__ = ["BOS", "EOS", "UNK", "NULL", "JointVocabulary", "ExampleSet", "JointData", "affiliations",
@@ -197,11 +198,6 @@ class JointData:
     continued: object = None  # the network of the run being continued, None for a fresh one
 
 
-def _held_out(source: str, target: str, share: float) -> bool:
-    digest = hashlib.blake2b(f"{source}\t{target}".encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "little") < share * 2.0 ** 64
-
-
 @reader
 def aligned_sentences(source: str, target: str, alignment: str, encoding: str = "utf-8", limit: int | None = None,
                       orientation: Orientation = FORWARD):
@@ -259,11 +255,12 @@ def load_joint_data(source: str, target: str, alignment: str, *, window: int, or
 
     Validation: the sentence pairs whose hash falls in the first ``valid_share`` of the hash range.
     Raises FileLineError where the files disagree, ValueError for a corpus too small to train on."""
-    train_pairs, valid_pairs = [], []
     with aligned_sentences(source, target, alignment, encoding, orientation=orientation) as pairs:
-        for pair in pairs:
-            held_out = _held_out(" ".join(pair[0]), " ".join(pair[1]), valid_share)
-            (valid_pairs if held_out else train_pairs).append(pair)
+        read = list(pairs)
+    held = held_out(np.array([split_hash(f"{' '.join(src)}\t{' '.join(trg)}") for src, trg, _ in read],
+                             dtype=np.uint64), valid_share)
+    train_pairs = [pair for pair, out in zip(read, held) if not out]
+    valid_pairs = [pair for pair, out in zip(read, held) if out]
     if not train_pairs or not valid_pairs:
         raise ValueError(f"{target}: {len(train_pairs) + len(valid_pairs)} sentence pairs are too few to hold out "
                          f"{valid_share:.1%} for validation and train on the rest: give a larger corpus or "

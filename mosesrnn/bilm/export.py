@@ -19,7 +19,7 @@ from ..cslm.export import check_self_normalised
 from ..formats.nplm import NPLMNetwork, write_nplm_file
 from ..io.compressed import atomic_text_output
 from .config import EXPORT_FILES
-from .model_file import JointModel, load_joint_model
+from .model_file import TrainedJoint, load_joint
 from .orientation import FORWARD
 
 __all__ = ["JointExport", "joint_network", "export_joint"]
@@ -36,7 +36,7 @@ class JointExport:
     source_vocab: str
 
 
-def joint_network(model: JointModel) -> NPLMNetwork:
+def joint_network(model: TrainedJoint) -> NPLMNetwork:
     """The joint model as NPLM's arrays: inputs are the target then the source words, outputs the target words."""
     def array(tensor):
         return tensor.detach().double().cpu().numpy()
@@ -52,7 +52,7 @@ def export_joint(model_path: str, output: str) -> JointExport:
     """Write the joint model file ``model_path`` for Moses: ``output`` (NPLM) and its companions
     (:data:`EXPORT_FILES`). Raises ValueError for a ``.gz`` name, a model that is not self-normalised, or one
     that is not source-to-target, left-to-right."""
-    model = load_joint_model(model_path)
+    model = load_joint(model_path)
     if model.orientation != FORWARD:
         raise ValueError(f"{model_path} is a {model.orientation.describe()} joint model: Moses' BilingualNPLM runs "
                          f"only the source-to-target, left-to-right one in the decoder; use this one as an n-best "

@@ -24,10 +24,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..cslm.scoring import MOSES_FLOOR, NgramStats, ngram_stats, position_scores
+from ..cslm.scoring import NgramStats, ngram_stats, position_scores
+from ..formats.phrase_table import MOSES_FLOOR
 from ..text.tokenizers import words
 from .data import BOS, EOS, ExampleSet, affiliations, aligned_sentences, examples, read_alignment, window_examples
-from .model_file import JointModel
+from .model_file import TrainedJoint
 
 __all__ = ["AlignedTranslation", "parse_segmentation", "translation_affiliations", "sentence_scores", "aligned",
            "linked", "reoriented_scores", "corpus_stats"]
@@ -74,7 +75,7 @@ def translation_affiliations(source_len: int, target_len: int, alignment: str, s
     return found
 
 
-def translation_examples(model: JointModel, translations: Sequence[AlignedTranslation]) -> ExampleSet:
+def translation_examples(model: TrainedJoint, translations: Sequence[AlignedTranslation]) -> ExampleSet:
     """The n-grams Moses queries for each target word of each translation (no ``</s>``)."""
     vocabulary = model.vocabulary
     bos = (vocabulary.source_ids([BOS])[0], vocabulary.target_ids([BOS])[0])
@@ -87,7 +88,7 @@ def translation_examples(model: JointModel, translations: Sequence[AlignedTransl
     return ExampleSet(grams, len(grams))
 
 
-def sentence_scores(model: JointModel, translations: Sequence[AlignedTranslation], normalized: bool = True,
+def sentence_scores(model: TrainedJoint, translations: Sequence[AlignedTranslation], normalized: bool = True,
                     batch_size: int = 1024) -> list[float]:
     """The natural-log score of each translation: the sum over its words.
 
@@ -97,7 +98,8 @@ def sentence_scores(model: JointModel, translations: Sequence[AlignedTranslation
                  normalized, batch_size)
 
 
-def reoriented_scores(model: JointModel, pairs: Sequence[tuple[Sequence[str], Sequence[str], Sequence[Sequence[int]]]],
+def reoriented_scores(model: TrainedJoint,
+                      pairs: Sequence[tuple[Sequence[str], Sequence[str], Sequence[Sequence[int]]]],
                       batch_size: int = 1024) -> list[float]:
     """log p of the side a model predicts, for each ``(source words, target words, source positions linked to
     each target word)``: the sum over the n-grams of the pair reoriented for the model (its
@@ -109,7 +111,7 @@ def reoriented_scores(model: JointModel, pairs: Sequence[tuple[Sequence[str], Se
                  batch_size)
 
 
-def _sums(model: JointModel, data: ExampleSet, lengths: Sequence[int], normalized: bool, batch_size: int
+def _sums(model: TrainedJoint, data: ExampleSet, lengths: Sequence[int], normalized: bool, batch_size: int
           ) -> list[float]:
     """The sum of each consecutive run of ``lengths`` n-grams of ``data`` (0 for an empty one)."""
     if not len(data):
@@ -140,7 +142,7 @@ def linked(source: str, target: str, alignment: str) -> tuple[list[str], list[st
     return source_words, target_words, links
 
 
-def corpus_stats(model: JointModel, source: str, target: str, alignment: str, encoding: str = "utf-8",
+def corpus_stats(model: TrainedJoint, source: str, target: str, alignment: str, encoding: str = "utf-8",
                  limit: int | None = None) -> NgramStats:
     """What the joint model makes of a held-out word-aligned corpus (its first ``limit`` sentence pairs, when
     given), reoriented for the model: NLL per token (words and ``</s>``, as in training), perplexity, ``<unk>``

@@ -7,16 +7,15 @@ import os
 from dataclasses import dataclass
 
 from ..cslm.config import MAX_ORDER
-from ..cslm.data import unigram_perplexity
 from ..cslm.model import CSLM
-from ..cslm.task import CSLMFamily, CSLMTask, LMTrainConfig, LMTrainResult, lm_result
+from ..cslm.task import CSLMFamily, CSLMTask, CSLMTrainConfig, CSLMTrainResult, cslm_result
 from ..encdec.direction import SOURCE_TO_TARGET
-from ..io.roles import JOINT
+from ..models import JOINT
 from ..train.driver import drive
 from ..train.loop import LAST
 from .config import JOINT_PRESETS, JOINT_RECIPE, joint_network_config
 from .data import BOS, NULL, JointData, load_joint_data
-from .model_file import JointModel, load_joint_model, save_joint_model
+from .model_file import TrainedJoint, load_joint, save_joint
 from .orientation import FORWARD, Orientation
 
 __all__ = ["JointTrainConfig", "JointTask", "JointFamily", "FAMILY", "train_joint"]
@@ -25,7 +24,7 @@ log = logging.getLogger("mosesrnn")
 
 
 @dataclass
-class JointTrainConfig(LMTrainConfig):
+class JointTrainConfig(CSLMTrainConfig):
     """A joint model's run: the CSLM's options (``corpus`` is the target side) and the source side, the
     alignment, the windows and the source shortlist; see `mosesrnn bilm train --help`."""
 
@@ -90,8 +89,7 @@ class JointTask(CSLMTask):
     def baseline(self) -> float:
         """The validation perplexity of the training targets' unigram model."""
         vocabulary = self.data.vocabulary  # <null> and <s> are never predicted (the CSLM's <pad> and <s>)
-        return unigram_perplexity(self.data.train, self.data.valid, len(vocabulary.target),
-                                  never=vocabulary.target_ids([NULL, BOS]))
+        return self._unigram_perplexity(len(vocabulary.target), never=tuple(vocabulary.target_ids([NULL, BOS])))
 
     def info(self) -> dict:
         """The CSLM's facts, the windows and the orientation."""
@@ -100,7 +98,7 @@ class JointTask(CSLMTask):
 
     def save_model(self, path: str, info: dict) -> None:
         """A self-contained joint model file."""
-        save_joint_model(path, JointModel(self.model, self.config.shape("order"), self.config.shape("source_window"),
+        save_joint(path, TrainedJoint(self.model, self.config.shape("order"), self.config.shape("source_window"),
                                           self.data.vocabulary, info, orientation=self.config.orientation))
 
 
@@ -110,9 +108,9 @@ class JointFamily(CSLMFamily):
     name = "joint model"
     kind = JOINT
 
-    def saved_model(self, config: JointTrainConfig, resumed: bool) -> JointModel | None:
+    def saved_model(self, config: JointTrainConfig, resumed: bool) -> TrainedJoint | None:
         """The run's ``last.pt`` when it continues, else None."""
-        return load_joint_model(os.path.join(config.output_dir, LAST)) if resumed else None
+        return load_joint(os.path.join(config.output_dir, LAST)) if resumed else None
 
     def load_data(self, config: JointTrainConfig, resumed: bool, writes: bool = True) -> JointData:
         """The aligned corpus' examples with the vocabularies of the run (a resumed run keeps its own)."""
@@ -153,6 +151,6 @@ class JointFamily(CSLMFamily):
 FAMILY = JointFamily()
 
 
-def train_joint(config: JointTrainConfig, should_stop=None) -> LMTrainResult:
+def train_joint(config: JointTrainConfig, should_stop=None) -> CSLMTrainResult:
     """Train (or resume) a joint model into ``config.output_dir``."""
-    return lm_result(drive(FAMILY, config, should_stop))
+    return cslm_result(drive(FAMILY, config, should_stop))

@@ -9,7 +9,8 @@ import click
 
 from ..formats.text_file import parallel_lines, text_lines
 from ..io.compressed import atomic_text_output
-from .common import DEVICE, ENCODING, QUIET, THREADS, Command, load_model, setup_logging
+from ..models import CSLM, JOINT
+from .common import DEVICE, ENCODING, QUIET, THREADS, Command, load_model, setup_logging, torch_threads
 from .generate import MODEL_OPTION
 from .paths import ANY_MODEL, INPUT, OUTPUT, input_with, output_prefix_of
 
@@ -39,8 +40,9 @@ EMBED_SUFFIXES = (".png", ".tsv", ".neighbours.txt")
 @THREADS
 @ENCODING
 @QUIET
-def topk(table, model_path, k, sources, num_sources, min_words, min_candidates, seed, tm_column, tsv, device, threads,
-         encoding, quiet):
+@torch_threads
+def topk(table, model_path, k, sources, num_sources, min_words, min_candidates, seed, tm_column, tsv, device, encoding,
+         quiet):
     """The k targets the RNN ranks highest among TABLE's candidates, beside the translation model's (C14 Table 2).
 
     \b
@@ -49,7 +51,7 @@ def topk(table, model_path, k, sources, num_sources, min_words, min_candidates, 
     """
     from ..analysis.topk import choose_groups, rank_candidates, text_report, tsv_lines
     setup_logging(quiet)
-    trained, device = load_model(model_path, device, threads)
+    trained, device = load_model(model_path, device)
     groups = choose_groups(table, sources=list(sources) or None, count=num_sources, min_words=min_words,
                            min_candidates=min_candidates, seed=seed, encoding=encoding, tm_column=tm_column)
     rankings = rank_candidates(trained, groups, k=k, tm_column=tm_column, device=device)
@@ -72,7 +74,8 @@ def topk(table, model_path, k, sources, num_sources, min_words, min_candidates, 
 @THREADS
 @ENCODING
 @QUIET
-def perplexity(model_path, inputs, seed, max_pairs, device, threads, encoding, quiet):
+@torch_threads
+def perplexity(model_path, inputs, seed, max_pairs, device, encoding, quiet):
     """Per-token perplexity of held-out text under a model of any kind.
 
     \b
@@ -89,46 +92,38 @@ def perplexity(model_path, inputs, seed, max_pairs, device, threads, encoding, q
       mosesrnn perplexity -m bilm/best.pt heldout.en heldout.fr heldout.align
     """
     from ..io.model_store import model_kind
-    from ..io.roles import CSLM, JOINT
     setup_logging(quiet)
-    if model_kind(model_path) == CSLM:
-        return _language_model_perplexity(model_path, inputs, threads, encoding, max_pairs)
-    if model_kind(model_path) == JOINT:
-        return _joint_model_perplexity(model_path, inputs, threads, encoding, max_pairs)
+    kind = model_kind(model_path)
+    if kind == CSLM:
+        return _language_model_perplexity(model_path, inputs, encoding, max_pairs)
+    if kind == JOINT:
+        return _joint_model_perplexity(model_path, inputs, encoding, max_pairs)
     from ..analysis.perplexity import TextPair
     from ..analysis.perplexity import perplexity as compute
     if len(inputs) not in (1, 2):
         raise click.UsageError("give SRC TRG (two files) or one phrase table")
     pairs = _pairs(inputs, encoding, TextPair, max_pairs)
-    trained, device = load_model(model_path, device, threads)
+    trained, device = load_model(model_path, device)
     click.echo(compute(trained, pairs, seed=seed, device=device).summary())
 
 
-def _joint_model_perplexity(model_path: str, inputs, threads, encoding, limit: int | None) -> None:
+def _joint_model_perplexity(model_path: str, inputs, encoding, limit: int | None) -> None:
     """``perplexity`` with a joint model: one line for SRC TRG ALIGNMENT (their first ``limit`` lines)."""
-    import torch
-
-    from ..bilm.model_file import load_joint_model
+    from ..bilm.model_file import load_joint
     from ..bilm.scoring import corpus_stats
     if len(inputs) != 3:
         raise click.UsageError("a joint model measures SRC TRG ALIGNMENT (three files: a word-aligned corpus)")
-    if threads:
-        torch.set_num_threads(threads)
-    stats = corpus_stats(load_joint_model(model_path), *inputs, encoding=encoding, limit=limit)
+    stats = corpus_stats(load_joint(model_path), *inputs, encoding=encoding, limit=limit)
     click.echo(f"{inputs[1]}: {stats.tokens} tokens (words and </s>): perplexity {stats.perplexity:.2f} per token "
                f"({100 * stats.unk_share:.1f}% <unk>; {stats.perplexity_known:.2f} over the others), log Z "
                f"{stats.log_z_mean:+.3f} ± {stats.log_z_std:.3f}")
 
 
-def _language_model_perplexity(model_path: str, texts, threads, encoding, limit: int | None) -> None:
+def _language_model_perplexity(model_path: str, texts, encoding, limit: int | None) -> None:
     """``perplexity`` with a CSLM: one line per text (its first ``limit`` lines)."""
-    import torch
-
-    from ..cslm.model_file import load_language_model
+    from ..cslm.model_file import load_cslm
     from ..cslm.scoring import text_stats
-    if threads:
-        torch.set_num_threads(threads)
-    trained = load_language_model(model_path)
+    trained = load_cslm(model_path)
     for path in texts:
         with text_lines(path, encoding) as lines:
             sentences = [text for _, text in itertools.islice(lines, limit)]
@@ -170,8 +165,8 @@ def _pairs(inputs, encoding, TextPair, limit: int | None):
 @THREADS
 @ENCODING
 @QUIET
-def embed(model_path, num_words, phrase_table, max_phrases, projection, queries, k, prefix, seed, threads,
-          encoding, quiet):
+@torch_threads
+def embed(model_path, num_words, phrase_table, max_phrases, projection, queries, k, prefix, seed, encoding, quiet):
     """Word embeddings e(x) or phrase representations c, mapped to 2-D (C14 Fig. 4-5).
 
     \b
@@ -184,7 +179,7 @@ def embed(model_path, num_words, phrase_table, max_phrases, projection, queries,
     if (num_words is None) == (phrase_table is None):
         raise click.UsageError("give --words N or --phrases TABLE")
     outputs = [prefix + suffix for suffix in EMBED_SUFFIXES]
-    trained, _ = load_model(model_path, "cpu", threads)
+    trained, _ = load_model(model_path, "cpu")
     if num_words:
         labels, vectors = embeddings.word_vectors(trained, num_words)
     else:

@@ -5,6 +5,7 @@ import click
 
 from ..bilm.config import EXPORT_FILES, JOINT_PRESETS
 from ..encdec.direction import DIRECTIONS, SOURCE_TO_TARGET
+from ..models import JOINT
 from .common import (
     CLIP_NORM,
     LR_DECAY,
@@ -18,12 +19,10 @@ from .common import (
     layer_sizes,
     setup_logging,
 )
-from .paths import INPUT, JOINT_MODEL, kept_output_with, output_folder_writing
+from .paths import INPUT, RUN_FOLDER_FILES, kept_output_with, model_of, output_folder_writing
 
 __all__ = ["bilm"]
 
-#: What ``bilm train`` writes inside its output folder.
-JOINT_FOLDER_FILES = ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png")
 
 
 @click.group("bilm")
@@ -47,7 +46,7 @@ def bilm() -> None:
 @click.argument("source", type=INPUT)
 @click.argument("target", type=INPUT)
 @click.argument("alignment", type=INPUT)
-@click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*JOINT_FOLDER_FILES),
+@click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*RUN_FOLDER_FILES),
               help="Model directory: best.pt, last.pt, state.pt, train.jsonl and loss.png go here.")
 @click.option("--valid-share", default=0.01, show_default=True, type=FiniteFloat(0, 1, min_open=True,
               max_open=True), help="Share of the sentence pairs held out (by hash) for validation.")
@@ -105,7 +104,7 @@ def train(**options):
 
 
 @bilm.command("export", cls=Command)
-@click.option("-m", "--model", "model_path", required=True, type=JOINT_MODEL,
+@click.option("-m", "--model", "model_path", required=True, type=model_of(JOINT),
               help="A joint model file from `mosesrnn bilm train` (best.pt).")
 @click.option("-o", "--output", required=True, type=kept_output_with(*EXPORT_FILES),
               help="The NPLM file for Moses (plain text); OUTPUT.target and OUTPUT.source (the vocabularies) and "

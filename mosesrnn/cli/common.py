@@ -1,6 +1,7 @@
 """What the commands share: their job, option types, logging to stderr, and library errors as clean CLI errors."""
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -14,10 +15,12 @@ from ..io.job import Interrupted, Job
 from ..io.roles import Role
 from ..io.signals import interrupted_status
 from ..runtime import DEVICES, DTYPES
+from ..runtime.cpu import cpu_threads
 from .paths import PathParam
 
 __all__ = ["FiniteFloat", "ENCODING", "QUIET", "DEVICE", "DTYPE", "THREADS", "CLIP_NORM", "setup_logging", "Command",
-           "CommandGroup", "layer_sizes", "declared_paths", "load_model", "parse_duration", "duration", "end_training"]
+           "CommandGroup", "layer_sizes", "declared_paths", "load_model", "parse_duration", "duration", "end_training",
+           "torch_threads"]
 
 
 class FiniteFloat(click.FloatRange):
@@ -48,6 +51,19 @@ DTYPE = click.option("--dtype", type=click.Choice(DTYPES), default="fp32", show_
                           "quantisation, CPU), auto (chosen from the device and the CPU's flags, and logged). "
                           "See docs/performance.md for speed and accuracy.")
 THREADS = click.option("--threads", type=click.IntRange(1), help="CPU threads for torch (default: torch's choice).")
+
+
+def torch_threads(command):
+    """The command's body run with torch's CPU threads set to its ``--threads`` (:data:`THREADS`), the command's
+    edge for those whose library calls take no thread setting (:func:`~mosesrnn.runtime.cpu.cpu_threads`)."""
+    @functools.wraps(command)
+    def run(*args, threads: int | None = None, **kwargs):
+        with cpu_threads(threads):
+            return command(*args, **kwargs)
+
+    return run
+
+
 # The learning-rate schedule both trainers share; each preset's recipe gives the defaults.
 WARMUP = click.option("--warmup", type=click.IntRange(0),
                       help="Updates of linear learning-rate warm-up [default: the preset's recipe].")
@@ -173,17 +189,13 @@ def _rows(name: str, command: click.Command, limit: int) -> list[tuple[str, str]
     return [(name, command.get_short_help_str(limit))]
 
 
-def load_model(model_path: str, device: str = "auto", threads: int | None = None):
-    """The trained model of a model file, on ``device`` (resolved), with torch's threads set;
-    returns ``(TrainedModel, device)``. torch is imported here, so that ``--help`` stays fast."""
-    import torch
-
-    from ..encdec.model_file import load_trained_model
+def load_model(model_path: str, device: str = "auto"):
+    """The trained model of a model file, on ``device`` (resolved); returns ``(TrainedEncoderDecoder, device)``.
+    torch is imported here, so that ``--help`` stays fast."""
+    from ..encdec.model_file import load_encoder_decoder
     from ..runtime.devices import resolve_device
-    if threads:
-        torch.set_num_threads(threads)
     device = resolve_device(device)
-    return load_trained_model(model_path, map_location=device), device
+    return load_encoder_decoder(model_path, map_location=device), device
 
 
 def end_training(summary: str, stop_reason: str) -> None:

@@ -7,14 +7,14 @@ from dataclasses import fields
 
 import click
 
-from ..bilm.orientation import FORWARD, JOINT_FEATURES
 from ..encdec.direction import DIRECTIONS
 from ..features.options import NORMALIZERS, UNK_SIDES, FeatureOptions
 from ..features.registry import FEATURES, default_features, parse_feature_names
+from ..models import MODEL_OPTIONS, kind_of
 from .common import DEVICE, DTYPE, THREADS
-from .paths import CSLM_MODEL, INPUT_FOLDER, JOINT_MODEL, MODEL
+from .paths import INPUT_FOLDER, model_of
 
-__all__ = ["feature_options", "joint_model_option"]
+__all__ = ["feature_options", "model_options", "with_options", "check_feature_names"]
 
 
 def check_feature_names(ctx, param, value):
@@ -36,45 +36,50 @@ def _labels(ctx, param, value):
     return tuple(pairs)
 
 
-def joint_model_option(orientation):
-    """``--bilm`` (the forward joint model), ``--bilm-t2s``...: a joint model file for the feature of that name."""
-    if orientation == FORWARD:
-        what = ("for the bilm feature (the hypothesis' log-probability given the source; the list must hold Moses' "
-                "word alignment)")
-    else:
-        what = (f"trained {orientation.describe()} (`bilm train"
-                + (" --direction target-to-source" if orientation.direction != FORWARD.direction else "")
-                + (" --right-to-left" if orientation.right_to_left else "") + f"`), for the {orientation.feature} "
-                f"feature (a joint model of another direction, Devlin et al. 2014 Sec. 4)")
-    return click.option("--" + orientation.feature, orientation.option, type=JOINT_MODEL,
-                        help=f"A joint model file from `mosesrnn bilm train`, {what}.")
+def model_options(whole_sentences: bool, rescoring: bool = False) -> list:
+    """The options of the model registry (:data:`~mosesrnn.models.MODEL_OPTIONS`) as click options, each a model
+    file in the role of its kind: those whose features score whole sentences only (n-best lists: ``nbest``,
+    ``tune``), or (``whole_sentences`` False) those whose features score phrase pairs too; ``rescoring``: with
+    ``tune``'s help."""
+    chosen = [option for option in MODEL_OPTIONS.values() if _whole_sentences(option) == whole_sentences]
+    return [click.option(*option.flags, option.name, type=model_of(kind_of(option.name).kind),
+                         help=(rescoring and option.rescoring_help) or option.help) for option in chosen]
+
+
+def _whole_sentences(option) -> bool:
+    """Whether every feature that reads the model option's file scores whole sentences (n-best lists only)."""
+    return not any(FEATURES[name].tables for name in option.features)
+
+
+def with_options(*options):
+    """A decorator adding the click ``options`` to a command, in this order (as many decorators would)."""
+    def decorate(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
 
 
 def _options(encoding: str, sentences: bool) -> list:
     names = [name for name, spec in FEATURES.items() if spec.tables or sentences]
     sentence_options = [
-        click.option("--lm", type=CSLM_MODEL,
-                     help="A CSLM file from `mosesrnn lm train`, for the cslm feature (the hypothesis' "
-                          "log-probability under a neural target language model)."),
-        *map(joint_model_option, JOINT_FEATURES.values()),
+        *model_options(whole_sentences=True),
         click.option("--label", "labels", multiple=True, callback=_labels, metavar="FEATURE=NAME",
                      help="The name of a feature's group in the list (repeatable), e.g. --label rnn=RNN1 to add a "
                           "second model's scores beside the first's RNN0."),
     ] if sentences else []
     return sentence_options + [
-        click.option("-m", "--model", type=MODEL,
-                     help="A model file from `mosesrnn train` (for the rnn feature; its shortlists serve unk)."),
-        click.option("--reverse-model", type=MODEL,
-                     help="A second model, trained in the other direction (`train --direction "
-                          "target-to-source`), for the rnn-rev feature: both directions in one pass."),
+        *model_options(whole_sentences=False),
         click.option("--vocab", type=INPUT_FOLDER,
                      help="Directory with the word shortlists from `mosesrnn vocab` (for unk without -m, or "
                           "with a subword model, which has none)."),
         click.option("--features", callback=check_feature_names,
                      help="Comma-separated features to add, in this order [default: "
-                     f"{','.join(default_features(True))} with -m, {','.join(default_features(True, True))} with "
-                     f"--reverse-model too, else {','.join(default_features(False))}"
-                     + (f"; {','.join(default_features(True, False, True))} with -m and --lm" if sentences else "")
+                     f"{','.join(default_features({'model'}))} with -m, "
+                     f"{','.join(default_features({'model', 'reverse_model'}))} with --reverse-model too, else "
+                     f"{','.join(default_features())}"
+                     + (f"; {','.join(default_features({'model', 'lm'}))} with -m and --lm" if sentences else "")
                      + "]. " + "; ".join(f"{name}: {FEATURES[name].summary}" for name in names) + f". {encoding}"),
         click.option("--unk-side", type=click.Choice(UNK_SIDES), default="both", show_default=True,
                      help="Which words the unk feature counts."),
@@ -107,7 +112,7 @@ def feature_options(encoding: str, sentences: bool = False):
     ``sentences``: the command scores whole sentences (n-best lists), so the sentence options (--lm,
     --bilm, --label) join.
     """
-    sentence_fields = ("lm", "labels", *(o.option for o in JOINT_FEATURES.values()))
+    sentence_fields = {"labels", *(option.name for option in MODEL_OPTIONS.values() if _whole_sentences(option))}
     names = [f.name for f in fields(FeatureOptions) if sentences or f.name not in sentence_fields]
 
     def decorate(command):
@@ -116,8 +121,6 @@ def feature_options(encoding: str, sentences: bool = False):
             options = FeatureOptions(**{name: kwargs.pop(name) for name in names})
             return command(*args, features=options, **kwargs)
 
-        for option in reversed(_options(encoding, sentences)):
-            collect = option(collect)
-        return collect
+        return with_options(*_options(encoding, sentences))(collect)
 
     return decorate

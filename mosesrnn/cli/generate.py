@@ -8,7 +8,7 @@ import click
 
 from ..formats.text_file import read_lines
 from ..io.compressed import atomic_text_output
-from .common import DEVICE, DTYPE, ENCODING, QUIET, THREADS, Command, load_model, setup_logging
+from .common import DEVICE, DTYPE, ENCODING, QUIET, THREADS, Command, load_model, setup_logging, torch_threads
 from .paths import INPUT, MODEL, OUTPUT, output_with
 
 log = logging.getLogger("mosesrnn")
@@ -21,10 +21,10 @@ BATCH = click.option("--batch-size", default=32, show_default=True, type=click.I
                      help="Sources searched together (each with its own beam or samples).")
 
 
-def load_searcher(model_path: str, device: str, threads: int | None, batch_size: int = 32, dtype: str = "fp32"):
+def load_searcher(model_path: str, device: str, batch_size: int = 32, dtype: str = "fp32"):
     """The model file ready for search (torch imported here, so --help stays fast)."""
     from ..encdec.generate import Searcher
-    trained, device = load_model(model_path, device, threads)
+    trained, device = load_model(model_path, device)
     return Searcher(trained, device=device, batch_size=batch_size, dtype=dtype)
 
 
@@ -51,8 +51,8 @@ def _sources(source: tuple[str, ...], input_path: str | None) -> list[str]:
 @THREADS
 @BATCH
 @QUIET
-def sample(model_path, source, input_path, num_samples, top, seed, no_unk, tsv, device, dtype, threads, batch_size,
-           quiet):
+@torch_threads
+def sample(model_path, source, input_path, num_samples, top, seed, no_unk, tsv, device, dtype, batch_size, quiet):
     """Ancestral samples from p(target | source), deduplicated and ranked by log p.
 
     \b
@@ -62,7 +62,7 @@ def sample(model_path, source, input_path, num_samples, top, seed, no_unk, tsv, 
     """
     setup_logging(quiet)
     sources = _sources(source, input_path)
-    searcher = load_searcher(model_path, device, threads, batch_size, dtype)
+    searcher = load_searcher(model_path, device, batch_size, dtype)
     results = searcher.sample(sources, num_samples, top=top, seed=seed, exclude_unk=no_unk)
     for index, (text, samples) in enumerate(zip(sources, results)):
         if not tsv:
@@ -89,7 +89,8 @@ def sample(model_path, source, input_path, num_samples, top, seed, no_unk, tsv, 
 @THREADS
 @BATCH
 @QUIET
-def translate(model_path, input_path, output, beam_size, nbest, length_normalize, allow_unk, device, dtype, threads,
+@torch_threads
+def translate(model_path, input_path, output, beam_size, nbest, length_normalize, allow_unk, device, dtype,
               batch_size, quiet):
     """Translate each line of INPUT (tokenised sources, '-' for stdin) by beam search (batched over sentences).
 
@@ -105,7 +106,7 @@ def translate(model_path, input_path, output, beam_size, nbest, length_normalize
     setup_logging(quiet)
     if nbest and nbest > beam_size:
         raise click.BadParameter(f"at most the beam size ({beam_size})", param_hint="--nbest")
-    searcher = load_searcher(model_path, device, threads, batch_size, dtype)
+    searcher = load_searcher(model_path, device, batch_size, dtype)
     sources = read_lines(input_path)
     start = time.perf_counter()
     results = searcher.translate(sources, beam_size=beam_size, nbest=nbest or 1,
@@ -136,7 +137,8 @@ def translate(model_path, input_path, output, beam_size, nbest, length_normalize
 @THREADS
 @ENCODING
 @QUIET
-def augment(table, model_path, output, beam_size, per_source, max_sources, device, dtype, threads, encoding, quiet):
+@torch_threads
+def augment(table, model_path, output, beam_size, per_source, max_sources, device, dtype, encoding, quiet):
     """Add RNN-proposed target phrases that TABLE lacks (C14's future work).
 
     Every line gets the rnn column (exp log p, as `mosesrnn score --features rnn` writes it). For
@@ -159,7 +161,7 @@ def augment(table, model_path, output, beam_size, per_source, max_sources, devic
         raise click.BadParameter("the augmented table goes to a file (its new pairs go beside it)",
                                  param_hint="-o")
     new_pairs = output + NEW_PAIRS
-    searcher = load_searcher(model_path, device, threads, dtype=dtype)
+    searcher = load_searcher(model_path, device, dtype=dtype)
     summary = augment_table(table, output, searcher, beam_size=beam_size, per_source=per_source,
                             max_sources=max_sources, new_pairs_path=new_pairs, encoding=encoding)
     click.echo(f"{summary.new_pairs} new pairs for {summary.searched_sources} searched source phrases "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from ..cslm.config import LM_PRESETS, MAX_ORDER
+from ..models import CSLM
 from .common import (
     CLIP_NORM,
     LR_DECAY,
@@ -20,12 +21,10 @@ from .common import (
     layer_sizes,
     setup_logging,
 )
-from .paths import CSLM_MODEL, INPUT, kept_output_with, output_folder_writing
+from .paths import INPUT, RUN_FOLDER_FILES, kept_output_with, model_of, output_folder_writing
 
 __all__ = ["lm"]
 
-#: What ``lm train`` writes inside its output folder.
-LM_FOLDER_FILES = ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png")
 
 
 @click.group("lm")
@@ -43,7 +42,7 @@ def lm() -> None:
 
 @lm.command("train", cls=Command)
 @click.argument("corpus", type=INPUT)
-@click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*LM_FOLDER_FILES),
+@click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*RUN_FOLDER_FILES),
               help="Model directory: best.pt, last.pt, state.pt, train.jsonl and loss.png go here.")
 @click.option("--valid", type=INPUT,
               help="Validation text (e.g. the dev set's target side); default: --valid-share of CORPUS, by hash.")
@@ -90,15 +89,15 @@ def train(**options):
     Example:
       mosesrnn lm train train.tok.fr -o lm/ --valid dev.tok.fr --preset moses --max-time 2h
     """
-    from ..cslm.task import LMTrainConfig, train_lm
+    from ..cslm.task import CSLMTrainConfig, train_cslm
     from ..train.driver import config_from_options
     setup_logging(options["quiet"])
-    result = train_lm(config_from_options(LMTrainConfig, options))
+    result = train_cslm(config_from_options(CSLMTrainConfig, options))
     end_training(result.summary(), result.stop_reason)
 
 
 @lm.command("export", cls=Command)
-@click.option("-m", "--model", "model_path", required=True, type=CSLM_MODEL,
+@click.option("-m", "--model", "model_path", required=True, type=model_of(CSLM),
               help="A CSLM file from `mosesrnn lm train` (best.pt).")
 @click.option("-o", "--output", required=True, type=kept_output_with(),
               help="The NPLM file for Moses (plain text, written whole or not at all); refused if it exists, "

@@ -4,8 +4,7 @@ from __future__ import annotations
 import click
 from sacrebleu.metrics.bleu import BLEU
 
-from moses_integration.ini_format import read_weights, weights_text
-
+from ..formats.moses_ini import read_weights, weights_text
 from ..io.compressed import atomic_output
 from ..tuning.mert import MertOptions
 from ..tuning.nbest_mert import mert_nbest_files

@@ -20,16 +20,13 @@ from moses_integration.route.report_file import REPORT_JSON
 from moses_integration.tools import MosesToolError, format_command
 
 from ..bilm.config import EXPORT_FILES as JOINT_EXPORT_FILES
-from ..bilm.orientation import FORWARD, JOINT_FEATURES
 from ..io.roles import input_file
+from ..models import MODEL_OPTIONS
 from .common import DEVICE, DTYPE, QUIET, Command, FiniteFloat, setup_logging
-from .features import check_feature_names, joint_model_option
+from .features import check_feature_names, model_options, with_options
 from .paths import (
-    CSLM_MODEL,
     INPUT,
     INPUT_FOLDER,
-    JOINT_MODEL,
-    MODEL,
     OUTPUT,
     PLACE,
     PROGRAM_OUTPUT,
@@ -210,14 +207,6 @@ def _baseline_features(ctx, param, value):
     return () if value == "" else check_feature_names(ctx, param, value)
 
 
-def _other_joint_models(command):
-    """``--bilm-t2s``, ``--bilm-r2l``, ``--bilm-t2s-r2l``: the joint models of the other directions, as ``nbest``
-    takes them."""
-    for orientation in reversed([o for o in JOINT_FEATURES.values() if o != FORWARD]):
-        command = joint_model_option(orientation)(command)
-    return command
-
-
 @click.command("tune", cls=MosesCommand)
 @click.argument("dev_src", type=INPUT)
 @click.argument("dev_ref", type=INPUT)
@@ -252,16 +241,8 @@ def _other_joint_models(command):
                    "Table 1's +CSLM row, reported as baseline-rescored, beside its control baseline-retuned. With no "
                    "feature (the flag alone, not right before DEV_SRC), only the control: the baseline's dev and "
                    "test lists re-tuned by mosesrnn's MERT, which measures what a second tuning pass alone adds.")
-@click.option("--lm", type=CSLM_MODEL, help="A CSLM file (`mosesrnn lm train`) for the cslm rescoring feature.")
-@click.option("--bilm", type=JOINT_MODEL,
-              help="A joint model file (`mosesrnn bilm train`) for the bilm rescoring feature; the n-best lists are "
-                   "then decoded with their word alignments (the phrase tables must hold them: checked before any "
-                   "work).")
-@_other_joint_models
-@click.option("-m", "--model", type=MODEL,
-              help="An RNN Encoder-Decoder file for the rnn rescoring feature (a sentence-level model), or whose "
-                   "shortlists serve unk.")
-@click.option("--reverse-model", type=MODEL, help="A model of the other direction, for rnn-rev.")
+@with_options(*model_options(whole_sentences=True, rescoring=True), *model_options(whole_sentences=False,
+                                                                                   rescoring=True))
 @click.option("--vocab", type=INPUT_FOLDER, help="Word shortlists (`mosesrnn vocab`) for unk, without -m.")
 @click.option("--nbest-size", type=click.IntRange(min=1), default=100, show_default=True,
               help="n-best list size of the rescoring stage.")
@@ -312,8 +293,7 @@ def tune(dry_run, quiet, **options):
     setup_logging(quiet)
     if options["baseline_features"] is not None and not options["baseline"]:
         raise click.UsageError("--rescore-baseline needs --baseline")
-    if options["vocab"] and options["features"] is None and not any(
-            options[name] for name in ("model", "reverse_model", "lm", *(o.option for o in JOINT_FEATURES.values()))):
+    if options["vocab"] and options["features"] is None and not any(options[name] for name in MODEL_OPTIONS):
         raise click.UsageError("--vocab serves the unk feature: name it with --rescore unk")
     text = route.tune(route.RouteOptions.from_options(**options), lambda message: log.info("tune: %s", message),
                       dry_run)

@@ -10,9 +10,6 @@ from __future__ import annotations
 import click
 
 from ..io.roles import (
-    CSLM,
-    ENCODER_DECODER,
-    JOINT,
     Role,
     input_file,
     input_folder,
@@ -24,14 +21,16 @@ from ..io.roles import (
     output_prefix,
     program_output,
 )
+from ..models import ENCODER_DECODER
 
-__all__ = ["PathParam", "INPUT", "INPUT_FOLDER", "MODEL", "CSLM_MODEL", "JOINT_MODEL", "ANY_MODEL", "OUTPUT",
-           "PROGRAM_OUTPUT",
-           "PLACE", "SCORED_TABLE", "MODEL_FOLDER_FILES", "input_with", "output_with", "kept_output_with",
-           "output_folder_writing", "output_prefix_of"]
+__all__ = ["PathParam", "INPUT", "INPUT_FOLDER", "MODEL", "ANY_MODEL", "OUTPUT", "PROGRAM_OUTPUT", "PLACE",
+           "SCORED_TABLE", "RUN_FOLDER_FILES", "MODEL_FOLDER_FILES", "input_with", "output_with", "kept_output_with",
+           "output_folder_writing", "output_prefix_of", "model_of"]
 
-#: What the trainers write inside their output folder (no input may be one of these).
-MODEL_FOLDER_FILES = ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png", "vocab")
+#: What every family's trainer writes inside its output folder (no input may be one of these).
+RUN_FOLDER_FILES = ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png")
+#: What `train` writes there: the encoder-decoder keeps its vocabularies beside its run.
+MODEL_FOLDER_FILES = (*RUN_FOLDER_FILES, "vocab")
 
 
 class PathParam(click.Path):
@@ -47,13 +46,7 @@ class PathParam(click.Path):
 INPUT = PathParam(input_file(), allow_dash=True)
 #: A folder whose files are read.
 INPUT_FOLDER = PathParam(input_folder())
-#: An RNN Encoder-Decoder model file.
-MODEL = PathParam(model_file(ENCODER_DECODER))
-#: A CSLM model file.
-CSLM_MODEL = PathParam(model_file(CSLM))
-#: A joint model file (``mosesrnn bilm train``).
-JOINT_MODEL = PathParam(model_file(JOINT))
-#: A model file of either kind (the command reads its kind).
+#: A model file of any kind (the command reads its kind).
 ANY_MODEL = PathParam(model_file(None))
 #: A file written whole or not at all (``-``: stdout).
 OUTPUT = PathParam(output_file(), allow_dash=True)
@@ -64,6 +57,15 @@ PROGRAM_OUTPUT = PathParam(program_output())
 PLACE = PathParam(named_only())
 #: A scored table: its sidecar (.json) and, while it is written, its resumable .part and progress record.
 SCORED_TABLE = PathParam(output_file(".json", ".part", ".progress.json"), allow_dash=True)
+
+
+def model_of(kind: str) -> PathParam:
+    """A model file of ``kind`` (:data:`~mosesrnn.models.MODELS`)."""
+    return PathParam(model_file(kind))
+
+
+#: An RNN Encoder-Decoder model file (the main job's).
+MODEL = model_of(ENCODER_DECODER)
 
 
 def input_with(*companions: str) -> PathParam:

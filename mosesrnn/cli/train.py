@@ -116,17 +116,17 @@ def train(**options):
     Example:
       mosesrnn train phrase-table.gz -o model/ --preset small --max-time 10m
     """
-    from ..encdec.task import TrainConfig
-    from ..encdec.task import train as run_training
+    from ..encdec.task import EncoderDecoderTrainConfig, train_encoder_decoder
     from ..train.driver import config_from_options
     setup_logging(options["quiet"] or os.environ.get("RANK", "0") != "0")  # under torchrun rank 0 speaks for all
     if (options["table"] is None) == (not options["corpus"]):
         raise click.UsageError("give a phrase TABLE or --corpus SRC TRG (one of them)")
     overrides = {name: options[name] for name in ("encoder", "embed_dim", "hidden_dim", "maxout_units", "output_rank")
                  if options[name] is not None}
-    config = config_from_options(TrainConfig, options, corpus=tuple(options["corpus"]) if options["corpus"] else None,
+    config = config_from_options(EncoderDecoderTrainConfig, options,
+                                 corpus=tuple(options["corpus"]) if options["corpus"] else None,
                                  max_len=options["max_phrase_len"], model_overrides=overrides)
-    result = run_training(config)
+    result = train_encoder_decoder(config)
     if math.isinf(result.best_valid_ppl):
         summary = (f"{result.best_path}: not validated yet ({result.updates} updates, {result.stop_reason}); "
                    f"the same command continues the run")

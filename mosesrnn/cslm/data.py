@@ -8,26 +8,26 @@ the n-1 tokens before it. Streams are kept flat (4 bytes a token) and contexts g
 
 The vocabulary is the ``<pad>`` (NPLM's ``<null>``), ``<unk>``, ``</s>`` and ``<s>`` tokens and the
 most frequent words; other words are ``<unk>``. Validation: a given file, or the sentences whose
-hash falls in the first ``valid_share`` of the hash range (so the split does not depend on the order).
+hash falls in the first ``valid_share`` of the hash range (:mod:`mosesrnn.train.validation`: the split does not
+depend on the order).
 """
 from __future__ import annotations
 
 import collections
 import hashlib
-import math
 from array import array
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 import torch
 
 from ..formats.text_file import text_lines
 from ..text.tokenizers import words
-from ..text.vocab import EOS_ID, PAD_ID, RESERVED, Vocabulary, shortlist
+from ..text.vocab import EOS_ID, RESERVED, Vocabulary, shortlist
+from ..train.validation import held_out, split_hash
 
-__all__ = ["BOS", "NgramSet", "LMData", "lm_vocabulary", "ngrams", "load_lm_data", "target_counts",
-           "unigram_perplexity"]
+__all__ = ["BOS", "NgramSet", "LMData", "lm_vocabulary", "ngrams", "load_lm_data"]
 
 BOS = "<s>"
 #: Tokens no corpus word may be: NPLM's specials and ours.
@@ -108,11 +108,6 @@ def _sentences(path: str, encoding: str) -> list[tuple[int, list[str]]]:
     return found
 
 
-def _held_out(sentence: list[str], share: float) -> bool:
-    digest = hashlib.blake2b(" ".join(sentence).encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "little") < share * 2.0 ** 64
-
-
 def load_lm_data(corpus: str, *, order: int, vocab_size: int, valid: str | None = None,
                  valid_share: float = 0.01, batch_size: int = 1, encoding: str = "utf-8",
                  vocabulary: Vocabulary | None = None) -> LMData:
@@ -125,7 +120,8 @@ def load_lm_data(corpus: str, *, order: int, vocab_size: int, valid: str | None 
     if valid is not None:
         train_sentences, valid_sentences = [s for _, s in sentences], [s for _, s in _sentences(valid, encoding)]
     else:
-        held = [_held_out(sentence, valid_share) for _, sentence in sentences]
+        held = held_out(np.array([split_hash(" ".join(sentence)) for _, sentence in sentences], dtype=np.uint64),
+                        valid_share)
         train_sentences = [s for (_, s), h in zip(sentences, held) if not h]
         valid_sentences = [s for (_, s), h in zip(sentences, held) if h]
         if not valid_sentences or not train_sentences:
@@ -140,20 +136,3 @@ def load_lm_data(corpus: str, *, order: int, vocab_size: int, valid: str | None 
     covered = sum(count for word, count in counts.items() if word in vocabulary) / max(sum(counts.values()), 1)
     what = f"corpus {corpus}" + (f", validation {valid}" if valid else f" ({valid_share:.1%} held out by hash)")
     return LMData(train, ngrams((vocabulary.ids(s) for s in valid_sentences), order, bos), vocabulary, what, covered)
-
-
-def target_counts(train, vocab_size: int) -> np.ndarray:
-    """How often each word of the vocabulary is a predicted token of ``train`` (anything with ``targets()``:
-    n-grams, a joint model's examples), float64 (V,)."""
-    return np.bincount(train.targets(), minlength=vocab_size).astype(np.float64)
-
-
-def unigram_perplexity(train, valid, vocab_size: int, never: Sequence[int] = (PAD_ID,)) -> float:
-    """Per-token perplexity on ``valid`` of an add-one unigram model of ``train``'s targets (each with
-    ``targets()``: n-grams, a joint model's examples) over the tokens that can be predicted: not ``never``
-    (the CSLM's ``<pad>``; its ``<s>`` is never a target either, and is counted out of the add-one mass)."""
-    counts = target_counts(train, vocab_size)
-    predictable = vocab_size - 2
-    log_p = np.log(counts + 1.0) - math.log(counts.sum() + predictable)
-    log_p[list(never)] = -np.inf
-    return math.exp(-log_p[valid.targets()].mean())

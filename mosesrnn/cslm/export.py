@@ -13,7 +13,7 @@ from typing import Sequence
 from ..formats.nplm import NPLM_NULL, NPLMNetwork, write_nplm_file
 from ..text.vocab import PAD
 from .model import CSLM
-from .model_file import TrainedLM, load_language_model
+from .model_file import TrainedCSLM, load_cslm
 
 __all__ = ["SELF_NORMALISED", "nplm_words", "cslm_network", "check_self_normalised", "export_cslm"]
 
@@ -52,12 +52,12 @@ def check_self_normalised(info: dict, path: str) -> None:
                          f"+-{SELF_NORMALISED} is needed): train it with --self-norm 0.1 or more")
 
 
-def export_cslm(model_path: str, output: str) -> TrainedLM:
+def export_cslm(model_path: str, output: str) -> TrainedCSLM:
     """Write the CSLM file ``model_path`` to ``output`` in NPLM's format for Moses' NeuralLM.
 
     Raises ValueError for a ``.gz`` name or a model that is not self-normalised.
     Returns the exported model."""
-    trained = load_language_model(model_path)
+    trained = load_cslm(model_path)
     check_self_normalised(trained.info, model_path)
     write_nplm_file(output, cslm_network(trained.model, trained.codec.vocabulary.itos))
     return trained

@@ -11,20 +11,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..io.model_store import file_digest, load_weights, read_model_file, save_file
-from ..io.roles import CSLM as CSLM_KIND
+from ..models import CSLM as CSLM_KIND
 from ..text.codec import Codec
 from ..version import __version__
 from .config import CSLMConfig
 from .model import CSLM
 
-__all__ = ["FORMAT_VERSION", "TrainedLM", "save_language_model", "load_language_model"]
+__all__ = ["FORMAT_VERSION", "TrainedCSLM", "save_cslm", "load_cslm"]
 
 FORMAT_VERSION = 2
 _REQUIRED = ("config", "state_dict", "text")
 
 
 @dataclass
-class TrainedLM:
+class TrainedCSLM:
     """A CSLM ready to score target text: the network, its codec (Moses words and the shortlist), facts."""
 
     model: CSLM
@@ -33,7 +33,7 @@ class TrainedLM:
     digest: str
 
 
-def save_language_model(path: str, model: CSLM, codec: Codec, info: dict | None = None) -> None:
+def save_cslm(path: str, model: CSLM, codec: Codec, info: dict | None = None) -> None:
     """Write one self-contained CSLM file (atomically)."""
     checkpoint = {"format_version": FORMAT_VERSION, "kind": CSLM_KIND, "mosesrnn_version": __version__,
                   "config": model.config.to_dict(), "state_dict": model.state_dict(),
@@ -41,9 +41,9 @@ def save_language_model(path: str, model: CSLM, codec: Codec, info: dict | None 
     save_file(path, checkpoint)
 
 
-def load_language_model(path: str, map_location="cpu") -> TrainedLM:
+def load_cslm(path: str, map_location="cpu") -> TrainedCSLM:
     """Load a CSLM file; raises ModelFileError if it is not one (an RNN Encoder-Decoder's file included)."""
     checkpoint = read_model_file(path, CSLM_KIND, FORMAT_VERSION, required=_REQUIRED, map_location=map_location)
     model = load_weights(path, checkpoint, lambda: CSLM(CSLMConfig.from_dict(checkpoint["config"])))
-    return TrainedLM(model, Codec.from_dict(checkpoint["text"]["target"]), checkpoint.get("info", {}),
+    return TrainedCSLM(model, Codec.from_dict(checkpoint["text"]["target"]), checkpoint.get("info", {}),
                      file_digest(path))

@@ -18,14 +18,14 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ..formats.phrase_table import MOSES_FLOOR
 from ..text.vocab import UNK_ID
 from .data import BOS, ngrams
 from .model import CSLM
-from .model_file import TrainedLM
+from .model_file import TrainedCSLM
 
-__all__ = ["MOSES_FLOOR", "position_scores", "sentence_scores", "NgramStats", "ngram_stats", "text_stats"]
+__all__ = ["position_scores", "sentence_scores", "NgramStats", "ngram_stats", "text_stats"]
 
-MOSES_FLOOR = -100.0  # Moses' FloorScore: a log-probability is never below this
 
 
 @torch.inference_mode()
@@ -53,7 +53,7 @@ def position_scores(model: CSLM, data, batch_size: int) -> tuple[np.ndarray, np.
     return scores, log_z
 
 
-def sentence_scores(trained: TrainedLM, sentences: Sequence[str], normalized: bool = True,
+def sentence_scores(trained: TrainedCSLM, sentences: Sequence[str], normalized: bool = True,
                     batch_size: int = 1024) -> list[float]:
     """The natural-log score of each sentence (Moses words): the sum over its words and ``</s>``.
 
@@ -100,7 +100,7 @@ def ngram_stats(model: CSLM, data, batch_size: int = 1024, unknown: int = UNK_ID
                       float(nll[known].mean()) if known.any() else math.nan, float(log_z.mean()), float(log_z.std()))
 
 
-def text_stats(trained: TrainedLM, sentences: Sequence[str], path: str = "the text") -> NgramStats:
+def text_stats(trained: TrainedCSLM, sentences: Sequence[str], path: str = "the text") -> NgramStats:
     """:class:`NgramStats` of tokenised sentences (blank ones skipped); raises ValueError when there are none."""
     sentences = [text for text in sentences if text.strip()]
     if not sentences:

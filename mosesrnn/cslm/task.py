@@ -17,21 +17,22 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..io.roles import CSLM as CSLM_KIND
+from ..models import CSLM as CSLM_KIND
 from ..runtime.devices import resolve_device
 from ..text.codec import Codec
 from ..text.tokenizers import MosesWords
-from ..text.vocab import UNK_ID
+from ..text.vocab import PAD_ID, UNK_ID
 from ..train.driver import drive
 from ..train.loop import BEST, LAST, RunConfig, Validation, adam
+from ..train.validation import target_counts, unigram_perplexity
 from .config import LM_PLAIN_RECIPE, LM_PRESETS, LM_RECIPES, lm_config
-from .data import LMData, load_lm_data, target_counts, unigram_perplexity
+from .data import LMData, load_lm_data
 from .model import CSLM
-from .model_file import load_language_model, save_language_model
+from .model_file import load_cslm, save_cslm
 from .scoring import ngram_stats
 
-__all__ = ["LMTrainConfig", "LMTrainResult", "CSLMTask", "CSLMFamily", "FAMILY", "lm_result", "train_lm", "LM_LOSS",
-           "LM_NCE_LOSS"]
+__all__ = ["CSLMTrainConfig", "CSLMTrainResult", "CSLMTask", "CSLMFamily", "FAMILY", "cslm_result", "train_cslm",
+           "LM_LOSS", "LM_NCE_LOSS"]
 
 log = logging.getLogger("mosesrnn")
 
@@ -41,7 +42,7 @@ _FREE_ON_RESUME = {"output_dir", "max_updates", "max_time", "device", "threads",
 
 
 @dataclass
-class LMTrainConfig(RunConfig):
+class CSLMTrainConfig(RunConfig):
     """Everything a CSLM training run needs; see `mosesrnn lm train --help` for each option."""
 
     output_dir: str
@@ -93,7 +94,7 @@ class LMTrainConfig(RunConfig):
 
 
 @dataclass
-class LMTrainResult:
+class CSLMTrainResult:
     """What a run did; ``best`` is the best validation's record (None before the first)."""
 
     updates: int
@@ -120,7 +121,7 @@ class CSLMTask:
     unknown_id = UNK_ID  # the predicted words' <unk>
     validation_keys = ("valid_nll", "valid_ppl", "log_z_mean", "log_z_std")
 
-    def __init__(self, config: LMTrainConfig, data: LMData, model: CSLM | None = None, device: str | None = None):
+    def __init__(self, config: CSLMTrainConfig, data: LMData, model: CSLM | None = None, device: str | None = None):
         """``model``: the network of the run being continued; None starts a fresh one."""
         self.config, self.data = config, data
         self.device = torch.device(device or resolve_device(config.device))
@@ -130,7 +131,7 @@ class CSLMTask:
             torch.manual_seed(config.seed)
             self.model = self.new_model()
         # the training targets' unigram distribution: NCE's noise, and the output bias' start if asked
-        counts = target_counts(data.train, self.model.config.vocab_size)
+        counts = target_counts(data.train.targets(), self.model.config.vocab_size)
         self.noise = torch.from_numpy(counts / counts.sum()).float().to(self.device)  # (V,)
         if model is None and config.setting("output_bias") == "unigram":
             with torch.no_grad():  # log sum exp(bias) = 0: the model starts at the unigram model, self-normalised
@@ -148,8 +149,14 @@ class CSLMTask:
                               hidden_dims=config.hidden_dims, self_norm=config.self_norm))
 
     def baseline(self) -> float:
-        """The validation perplexity of the training targets' unigram model."""
-        return unigram_perplexity(self.data.train, self.data.valid, len(self.data.vocabulary))
+        """The validation perplexity of the training targets' add-one unigram model, over the words that can be
+        predicted: not ``<pad>`` (never a target) nor ``<s>`` (a target of no n-gram)."""
+        return self._unigram_perplexity(len(self.data.vocabulary), never=(PAD_ID,))
+
+    def _unigram_perplexity(self, size: int, never: tuple[int, ...]) -> float:
+        """The unigram baseline over ``size`` words, two of which are never predicted (``never`` among them)."""
+        return unigram_perplexity(target_counts(self.data.train.targets(), size), self.data.valid.targets(), size - 2,
+                                  never=never)
 
     def optimizer(self) -> torch.optim.Optimizer:
         """Adam with the configured learning rate."""
@@ -202,7 +209,7 @@ class CSLMTask:
 
     def save_model(self, path: str, info: dict) -> None:
         """A self-contained CSLM file."""
-        save_language_model(path, self.model, Codec(MosesWords(), self.data.vocabulary), info)
+        save_cslm(path, self.model, Codec(MosesWords(), self.data.vocabulary), info)
 
 
 class CSLMFamily:
@@ -213,14 +220,14 @@ class CSLMFamily:
     name = "CSLM"
     kind = CSLM_KIND
 
-    def check_resume(self, config: LMTrainConfig) -> None:
+    def check_resume(self, config: CSLMTrainConfig) -> None:
         """Nothing beyond the config: a resumed run keeps its vocabulary (read from its last.pt)."""
 
-    def saved_model(self, config: LMTrainConfig, resumed: bool):
+    def saved_model(self, config: CSLMTrainConfig, resumed: bool):
         """The run's ``last.pt`` when it continues (its network and vocabulary), else None."""
-        return load_language_model(os.path.join(config.output_dir, LAST)) if resumed else None
+        return load_cslm(os.path.join(config.output_dir, LAST)) if resumed else None
 
-    def load_data(self, config: LMTrainConfig, resumed: bool, writes: bool = True) -> LMData:
+    def load_data(self, config: CSLMTrainConfig, resumed: bool, writes: bool = True) -> LMData:
         """The corpus' n-grams with the shortlist of the run (a resumed run keeps its vocabulary, so its ids)."""
         preset = LM_PRESETS[config.preset]
         saved = self.saved_model(config, resumed)
@@ -233,15 +240,15 @@ class CSLMFamily:
                  data.description, len(data.train), len(data.valid), len(data.vocabulary), 100 * data.coverage)
         return data
 
-    def build_task(self, config: LMTrainConfig, data: LMData, resumed: bool, device: str) -> CSLMTask:
+    def build_task(self, config: CSLMTrainConfig, data: LMData, resumed: bool, device: str) -> CSLMTask:
         """The CSLM's task, continuing the saved network when ``resumed``."""
         return CSLMTask(config, data, data.continued, device)
 
-    def recipe(self, config: LMTrainConfig) -> dict:
+    def recipe(self, config: CSLMTrainConfig) -> dict:
         """The recipe as resolved: the options given, else the preset's (:data:`LM_RECIPES`)."""
         return {name: config.setting(name) for name in LM_PLAIN_RECIPE}
 
-    def describe(self, config: LMTrainConfig, task: CSLMTask, data) -> str:
+    def describe(self, config: CSLMTrainConfig, task: CSLMTask, data) -> str:
         """The model line of the log."""
         shape = task.model.config
         return (f"{self.name}: {config.preset} preset, {shape.order}-gram, {shape.embed_dim}-dim embeddings, hidden "
@@ -254,14 +261,14 @@ class CSLMFamily:
 FAMILY = CSLMFamily()
 
 
-def lm_result(outcome) -> LMTrainResult:
-    """The :class:`LMTrainResult` of a driver's outcome (the CSLM's and the joint model's)."""
+def cslm_result(outcome) -> CSLMTrainResult:
+    """The :class:`CSLMTrainResult` of a driver's outcome (the CSLM's and the joint model's)."""
     result, task = outcome.result, outcome.task
-    return LMTrainResult(result.updates, result.stop_reason, outcome.best, task.unigram_ppl,
+    return CSLMTrainResult(result.updates, result.stop_reason, outcome.best, task.unigram_ppl,
                          task.model.num_parameters(), result.examples_per_second, outcome.loop.path(BEST),
                          outcome.loop.path(LAST))
 
 
-def train_lm(config: LMTrainConfig, should_stop=None) -> LMTrainResult:
+def train_cslm(config: CSLMTrainConfig, should_stop=None) -> CSLMTrainResult:
     """Train (or resume) a CSLM into ``config.output_dir``; see the module docstring."""
-    return lm_result(drive(FAMILY, config, should_stop))
+    return cslm_result(drive(FAMILY, config, should_stop))

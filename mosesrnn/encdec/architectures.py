@@ -92,6 +92,11 @@ ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
                   "cgm_kernels": Setting(7, 2, "r of the CGM (KB13 Sec. 5.1.2)"),
                   "icgm_kernels": Setting(9, 2, "s of the inverse CGM: kernels J^2..J^s, H^2..H^s (KB13 Sec. 5.1.2)")},
                  c14_sizes=False),
+    Architecture("attention", "Bahdanau, Cho & Bengio (2015) RNNsearch: a bidirectional GRU encoder's annotations, "
+                 "read at every step of a GRU decoder through a learned alignment (attention)",
+                 "mosesrnn.encdec.attention:BiGRUEncoder", "mosesrnn.encdec.attention:AttentionDecoder",
+                 {"attention_dim": Setting(0, 0, "n' of the alignment model e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j) "
+                                                 "(BCB15 App. A.1.2); 0: hidden_dim, the paper's n' = n")}),
 )}
 
 

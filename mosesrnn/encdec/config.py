@@ -1,4 +1,4 @@
-"""Model configuration: the architecture, sizes and initialisation.
+"""Model configuration: the architecture, sizes and initialisation, and how each preset trains.
 
 Defaults follow Cho et al. (2014), Sec. 4.1.1 and Appendix A: a GRU encoder, 1000 hidden units,
 rank-100 word embeddings, 500 maxout units pooling 2 inputs each, a rank-100 output matrix and a
@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from ..text.vocab import EOS_ID, PAD_ID, RESERVED, UNK_ID
 from .architectures import architecture
 
-__all__ = ["PAD_ID", "UNK_ID", "EOS_ID", "NUM_RESERVED_IDS", "PRESETS", "ModelConfig", "preset_shortlist",
-           "model_config"]
+__all__ = ["PAD_ID", "UNK_ID", "EOS_ID", "NUM_RESERVED_IDS", "PRESETS", "OPTIMIZERS", "RECIPES", "PLAIN_RECIPE",
+           "ModelConfig", "preset_shortlist", "model_config"]
 
 NUM_RESERVED_IDS = len(RESERVED)
 
@@ -22,6 +22,21 @@ PRESETS = {
     # Small enough to train in minutes on a couple of CPU cores.
     "small": dict(embed_dim=64, hidden_dim=256, maxout_units=128, output_rank=64, shortlist=8000),
 }
+
+
+#: Optimizers and their default learning rates. Adadelta (rho 0.95, eps 1e-6) is the paper's (Sec. 4.1.1).
+OPTIMIZERS = {"adadelta": 1.0, "adam": 3e-3}
+#: Each preset's training recipe; an option given overrides its part. `paper`: the paper's Adadelta on random
+#: minibatches. `small`: Adam at 1e-2 with 300 updates of warm-up and a linear decay to 0 at the end of the run
+#: (--max-time or --max-updates; a constant rate without either), pairs bucketed by length in windows of 20
+#: minibatches, the softmax bias started at the targets' log unigram distribution (docs/performance.md).
+RECIPES = {
+    "paper": dict(optimizer="adadelta"),
+    "small": dict(optimizer="adam", learning_rate=1e-2, warmup=300, lr_decay="linear", bucket_window=20,
+                  output_bias="unigram"),
+}
+#: What a recipe leaves out: no warm-up, decay or bucketing, the bias at 0, the optimizer's own rate.
+PLAIN_RECIPE = dict(optimizer="adadelta", warmup=0, lr_decay="none", bucket_window=0, output_bias="zero")
 
 
 @dataclass(frozen=True)
@@ -43,7 +58,8 @@ class ModelConfig:
             Sec. 2.2); "rnn" plain tanh units; these three feed the C14 decoder. "rctm1" and "rctm2" are
             the models of Kalchbrenner & Blunsom (2013, Secs. 3-4) with their own recurrent-LM decoders;
             they use one size q = hidden_dim for word vectors and hidden layers and ignore embed_dim,
-            maxout_units and output_rank.
+            maxout_units and output_rank. "attention" is Bahdanau et al. (2015): a bidirectional GRU and a
+            decoder that attends over its annotations (:mod:`mosesrnn.encdec.attention`), with C14's sizes.
         options: the architecture's own settings (its ``settings``: e.g. grConv's ``grconv_init_scale``),
             completed with their defaults.
     """

@@ -18,7 +18,6 @@ of the input's Moses words, whatever the tokenizer, so word and subword runs hol
 """
 from __future__ import annotations
 
-import hashlib
 from array import array
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -31,11 +30,12 @@ from ..formats.text_file import parallel_lines
 from ..text.codec import Codec, CodecPair
 from ..text.tokenizers import MosesWords, Tokenizer, words
 from ..text.vocab import EOS_ID, PAD_ID, RESERVED, UNK_ID, Vocabulary, VocabularyPair, shortlist, unique_pairs
+from ..train.validation import held_out as held_out_by_hash
+from ..train.validation import split_hash
 from .direction import SOURCE_TO_TARGET, TARGET_TO_SOURCE, check_direction
 
 __all__ = ["PairSet", "TrainingData", "load_table", "load_corpus", "split_share"]
 
-_HASH_SCALE = 2.0 ** 64
 
 
 @dataclass
@@ -153,8 +153,7 @@ class _Collector:
             source, target = phrase_words
         key = " ".join(target if self.reverse else source)
         if key != self._last_key:  # tables list each source's pairs together
-            digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
-            self._last_key, self._last_hash = key, int.from_bytes(digest, "little")
+            self._last_key, self._last_hash = key, split_hash(key)
         self.hashes.append(self._last_hash)
 
     def side(self, side: int, size: int,
@@ -198,7 +197,8 @@ def split_share(hashes: np.ndarray, valid_share: float | None, valid_size: int |
 
     With ``valid_size`` the smallest hashes are taken until at least that many pairs are held
     out (all pairs of an input phrase go together); otherwise hashes below ``valid_share`` of
-    the hash range. Raises ValueError if either set would be empty.
+    the hash range (:func:`~mosesrnn.train.validation.held_out`). Raises ValueError if either set would be
+    empty.
     """
     if valid_size is not None:
         if not 0 < valid_size < len(hashes):
@@ -209,7 +209,7 @@ def split_share(hashes: np.ndarray, valid_share: float | None, valid_size: int |
     else:
         if not 0 < (valid_share or 0) < 1:
             raise ValueError(f"valid_share must be between 0 and 1, got {valid_share}")
-        held_out = hashes < np.uint64(min(valid_share * _HASH_SCALE, _HASH_SCALE - 1))
+        held_out = held_out_by_hash(hashes, valid_share)
     if held_out.all() or not held_out.any():
         raise ValueError(f"the validation split leaves an empty set ({int(held_out.sum())} of "
                          f"{len(hashes)} pairs held out); change valid_share or valid_size")

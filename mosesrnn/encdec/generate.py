@@ -19,7 +19,7 @@ import torch
 from ..runtime.precision import precision
 from . import search
 from .batching import pad
-from .model_file import TrainedModel
+from .model_file import TrainedEncoderDecoder
 
 __all__ = ["Translation", "Searcher", "nbest_line", "NBEST_FEATURE"]
 
@@ -45,7 +45,7 @@ def nbest_line(sentence_id: int, translation: Translation) -> str:
 class Searcher:
     """Beam search, greedy search and sampling over text with one trained model."""
 
-    def __init__(self, trained: TrainedModel, *, device: str = "cpu", batch_size: int = 32,
+    def __init__(self, trained: TrainedEncoderDecoder, *, device: str = "cpu", batch_size: int = 32,
                  max_len_ratio: float = 2.0, max_len_extra: int = 10, dtype: str = "fp32"):
         self.trained, self.device, self.batch_size = trained, device, batch_size
         self.precision = precision(dtype, device)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..io.model_store import ModelFileError, file_digest, load_weights, read_model_file, save_file
-from ..io.roles import ENCODER_DECODER
+from ..models import ENCODER_DECODER
 from ..text.codec import Codec, CodecPair
 from ..text.tokenizers import MosesWords
 from ..text.vocab import VocabularyPair
@@ -32,14 +32,14 @@ from .config import ModelConfig
 from .direction import SOURCE_TO_TARGET, check_direction, orient
 from .model import EncoderDecoder
 
-__all__ = ["FORMAT_VERSION", "ModelFileError", "TrainedModel", "save_trained_model", "load_trained_model"]
+__all__ = ["FORMAT_VERSION", "ModelFileError", "TrainedEncoderDecoder", "save_encoder_decoder", "load_encoder_decoder"]
 
 FORMAT_VERSION = 3
 _REQUIRED = ("config", "state_dict", "direction", "text")
 
 
 @dataclass
-class TrainedModel:
+class TrainedEncoderDecoder:
     """A model ready to score: the network, the codecs of the table's two sides, and facts."""
 
     model: EncoderDecoder
@@ -64,7 +64,7 @@ class TrainedModel:
         return VocabularyPair(self.text.source.vocabulary, self.text.target.vocabulary)
 
 
-def save_trained_model(path: str, model: EncoderDecoder, text: CodecPair, direction: str = SOURCE_TO_TARGET,
+def save_encoder_decoder(path: str, model: EncoderDecoder, text: CodecPair, direction: str = SOURCE_TO_TARGET,
                        info: dict | None = None) -> None:
     """Write one self-contained model file (atomically)."""
     checkpoint = {
@@ -80,7 +80,7 @@ def save_trained_model(path: str, model: EncoderDecoder, text: CodecPair, direct
     save_file(path, checkpoint)
 
 
-def load_trained_model(path: str, map_location="cpu") -> TrainedModel:
+def load_encoder_decoder(path: str, map_location="cpu") -> TrainedEncoderDecoder:
     """Load a model file of any known format version; raises ModelFileError if it isn't one."""
     checkpoint = read_model_file(path, ENCODER_DECODER, FORMAT_VERSION, MIGRATIONS, _REQUIRED, map_location)
     try:
@@ -89,7 +89,7 @@ def load_trained_model(path: str, map_location="cpu") -> TrainedModel:
         raise ModelFileError(f"{path}: its configuration cannot be read ({error})") from None
     model = load_weights(path, checkpoint, lambda: EncoderDecoder(config))
     text = CodecPair(Codec.from_dict(checkpoint["text"]["source"]), Codec.from_dict(checkpoint["text"]["target"]))
-    return TrainedModel(model, text, check_direction(checkpoint["direction"]),
+    return TrainedEncoderDecoder(model, text, check_direction(checkpoint["direction"]),
                         checkpoint.get("info", {}), file_digest(path))
 
 

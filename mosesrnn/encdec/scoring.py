@@ -1,4 +1,5 @@
-"""Scoring text pairs with an RNN Encoder-Decoder, in batches: the values of the rnn column.
+"""Scoring text pairs with an RNN Encoder-Decoder, in batches: the values of the rnn column, and the held-out
+pairs' NLL and perplexity (:func:`evaluate`, :func:`evaluate_log_z`) that training validates with.
 
 Per batch of pairs: the text becomes ids in bulk (:class:`~mosesrnn.encdec.pair_ids.PairEncoder`: each
 distinct phrase the model reads once, every phrase as one flat array; a worker process may do this part),
@@ -24,6 +25,9 @@ matrix stays float32 there (it is a gather, not a matmul: nothing to quantise fo
 """
 from __future__ import annotations
 
+import math
+from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -33,13 +37,15 @@ from ..runtime.devices import resolve_device
 from ..runtime.precision import precision
 from ..text.id_arrays import IdArrays, length_batches
 from .compiled import compile_mode, compiled_steps
+from .data import PairSet
 from .decoder import NORMALISERS, DecoderContext
 from .direction import probability
-from .model_file import TrainedModel
+from .model import EncoderDecoder
+from .model_file import TrainedEncoderDecoder
 from .packing import to_device
 from .pair_ids import EncodedPairs, Pair, PairEncoder
 
-__all__ = ["PairScorer"]
+__all__ = ["PairScorer", "word_perplexity", "autocast", "evaluate", "ValidStats", "evaluate_log_z"]
 
 
 class PairScorer:
@@ -55,7 +61,7 @@ class PairScorer:
     recurrent steps compiled; the values move by float rounding).
     """
 
-    def __init__(self, trained: TrainedModel, *, direction: str | None = None, device: str = "cpu",
+    def __init__(self, trained: TrainedEncoderDecoder, *, direction: str | None = None, device: str = "cpu",
                  dtype: str = "fp32", batch_tokens: int = 4096, length_normalize: bool = False,
                  normaliser: str = "exact", name: str = "rnn", compile: bool | str = False):
         if direction is not None and direction != trained.direction:
@@ -150,3 +156,66 @@ class PairScorer:
         log_p = np.empty(len(order))
         log_p[order] = torch.cat(values).cpu().numpy()  # the one wait for the device
         return log_p
+
+
+def word_perplexity(nll_per_pair: float, pairs: int, output_words: int) -> float:
+    """Perplexity per Moses word: exp(total NLL / (output words + one EOS per pair)).
+
+    The same normaliser for every tokenizer, so word and subword models compare."""
+    return math.exp(nll_per_pair * pairs / (output_words + pairs))
+
+
+def autocast(device: torch.device, dtype: str):
+    """bfloat16 autocast (fp32 master weights) for ``bf16``, else nothing."""
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16) if dtype == "bf16" else nullcontext()
+
+
+@torch.no_grad()
+def evaluate(model: EncoderDecoder, pairs: PairSet, batch_size: int = 256,
+             device: torch.device = torch.device("cpu"), dtype: str = "fp32") -> tuple[float, float]:
+    """(NLL per pair in nats, per-token perplexity) of ``pairs``, batched by similar lengths."""
+    was_training = model.training
+    model.eval()
+    lengths = np.diff(pairs.src_offsets) * 1000 + np.diff(pairs.trg_offsets)
+    order = np.argsort(lengths, kind="stable")
+    total = 0.0
+    for start in range(0, len(order), batch_size):
+        with autocast(device, dtype):
+            log_p = model.log_prob(*pairs.batch(order[start:start + batch_size], device))  # (B,)
+        total -= float(log_p.double().sum())
+    model.train(was_training)
+    return total / len(pairs), math.exp(total / pairs.target_tokens())
+
+
+@dataclass(frozen=True)
+class ValidStats:
+    """The held-out pairs' exact NLL per pair and perplexity per token, and log Z = log sum_j exp(g_j . s)
+    over their predicted positions: its mean and standard deviation (0 for a self-normalised model)."""
+
+    nll: float
+    perplexity: float
+    log_z_mean: float
+    log_z_std: float
+
+
+@torch.no_grad()
+def evaluate_log_z(model: EncoderDecoder, pairs: PairSet, batch_size: int = 256,
+                   device: torch.device = torch.device("cpu"), dtype: str = "fp32") -> ValidStats:
+    """:func:`evaluate`'s exact NLL and perplexity (in the scorer's order) with log Z's mean and spread over
+    the predicted positions (RCTM II's EOS position, a Poisson length term, counts with log Z = 0)."""
+    was_training = model.training
+    model.eval()
+    lengths = np.diff(pairs.src_offsets) * 1000 + np.diff(pairs.trg_offsets)
+    order = np.argsort(lengths, kind="stable")
+    total = log_z = log_z_sq = 0.0
+    for start in range(0, len(order), batch_size):
+        with autocast(device, dtype):
+            terms = model(*pairs.batch(order[start:start + batch_size], device), terms=True)  # (B,) each
+        total -= float(terms.log_p.double().sum())
+        log_z += float(terms.log_z.double().sum())
+        log_z_sq += float(terms.log_z_sq.double().sum())
+    model.train(was_training)
+    positions = pairs.target_tokens()
+    mean = log_z / positions
+    return ValidStats(total / len(pairs), math.exp(total / positions), mean,
+                      math.sqrt(max(log_z_sq / positions - mean * mean, 0.0)))

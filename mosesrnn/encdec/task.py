@@ -19,30 +19,29 @@ import hashlib
 import logging
 import math
 import os
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from ..formats.phrase_table import count_scores
-from ..io.roles import ENCODER_DECODER
+from ..models import ENCODER_DECODER
 from ..runtime.devices import resolve_device
 from ..runtime.progress import Progress
 from ..text.subwords import load_vocab_dir, save_vocab_dir
 from ..train.distributed import ranks_from_environment
 from ..train.driver import drive
 from ..train.loop import BEST, LAST, RunConfig, Validation, adam
-from .config import EOS_ID, PAD_ID, model_config, preset_shortlist
+from ..train.validation import target_counts, unigram_log_probs, unigram_perplexity
+from .config import EOS_ID, OPTIMIZERS, PAD_ID, PLAIN_RECIPE, RECIPES, model_config, preset_shortlist
 from .data import PairSet, TrainingData, load_corpus, load_table
 from .direction import SOURCE_TO_TARGET, orient
 from .model import EncoderDecoder, build_model
-from .model_file import load_trained_model, save_trained_model
+from .model_file import load_encoder_decoder, save_encoder_decoder
+from .scoring import autocast, evaluate, evaluate_log_z, word_perplexity
 
-__all__ = ["TrainConfig", "TrainResult", "EncoderDecoderTask", "EncoderDecoderFamily", "FAMILY", "OPTIMIZERS",
-           "RECIPES", "train", "evaluate",
-           "unigram_perplexity", "word_perplexity", "LOSS_DEFINITION", "SELF_NORM_LOSS", "ValidStats",
-           "evaluate_log_z"]
+__all__ = ["EncoderDecoderTrainConfig", "EncoderDecoderTrainResult", "EncoderDecoderTask", "EncoderDecoderFamily",
+           "FAMILY", "train_encoder_decoder", "unigram_baseline", "LOSS_DEFINITION", "SELF_NORM_LOSS"]
 
 log = logging.getLogger("mosesrnn")
 
@@ -51,26 +50,13 @@ SELF_NORM_LOSS = ("mean over the batch of the summed token NLL of each pair + se
                   "over its positions (nats per pair, EOS included)")
 VOCAB_DIR = "vocab"
 RESUME_MODES = ("auto", "require", "never")
-#: Optimizers and their default learning rates. Adadelta (rho 0.95, eps 1e-6) is the paper's (Sec. 4.1.1).
-OPTIMIZERS = {"adadelta": 1.0, "adam": 3e-3}
-#: Each preset's training recipe; an option given overrides its part. `paper`: the paper's Adadelta on random
-#: minibatches. `small`: Adam at 1e-2 with 300 updates of warm-up and a linear decay to 0 at the end of the run
-#: (--max-time or --max-updates; a constant rate without either), pairs bucketed by length in windows of 20
-#: minibatches, the softmax bias started at the targets' log unigram distribution (docs/performance.md).
-RECIPES = {
-    "paper": dict(optimizer="adadelta"),
-    "small": dict(optimizer="adam", learning_rate=1e-2, warmup=300, lr_decay="linear", bucket_window=20,
-                  output_bias="unigram"),
-}
-#: What a recipe leaves out: no warm-up, decay or bucketing, the bias at 0, the optimizer's own rate.
-_PLAIN = dict(optimizer="adadelta", warmup=0, lr_decay="none", bucket_window=0, output_bias="zero")
 # Options that may differ between a run and its resumption.
 _FREE_ON_RESUME = {"output_dir", "vocab_dir", "max_updates", "max_time", "device", "threads", "dtype", "bf16",
                    "quiet", "resume", "patience", "valid_batch_size"}
 
 
 @dataclass
-class TrainConfig(RunConfig):
+class EncoderDecoderTrainConfig(RunConfig):
     """Everything a training run needs; see `mosesrnn train --help` for each option."""
 
     output_dir: str
@@ -138,16 +124,16 @@ class TrainConfig(RunConfig):
             return given
         recipe = RECIPES.get(self.preset, {})
         if name == "optimizer":
-            return recipe.get("optimizer", _PLAIN["optimizer"])
+            return recipe.get("optimizer", PLAIN_RECIPE["optimizer"])
         if self.setting("optimizer") != recipe.get("optimizer"):  # another optimizer: none of the recipe
             recipe = {}
         if name == "learning_rate":
             return recipe.get("learning_rate", OPTIMIZERS[self.setting("optimizer")])
-        return recipe.get(name, _PLAIN[name])
+        return recipe.get(name, PLAIN_RECIPE[name])
 
 
 @dataclass
-class TrainResult:
+class EncoderDecoderTrainResult:
     """What a run did; paths point to the files in the output directory."""
 
     updates: int
@@ -166,87 +152,20 @@ class TrainResult:
     best_valid_word_ppl: float  # per Moses word + EOS: comparable across tokenizers
 
 
-def unigram_log_probs(train: PairSet, vocab_size: int) -> np.ndarray:
-    """log p(y) of the add-one unigram model of ``train``'s target tokens, float64 (K,).
-
-    Add-one smoothing over the target vocabulary: UNK, EOS and the shortlist (PAD never occurs;
-    it gets the log-probability of an unseen word, which keeps the sum of the others below 1).
-    """
-    counts = np.bincount(train.trg_ids, minlength=vocab_size).astype(np.float64)  # (K,)
+def _target_counts(train: PairSet, vocab_size: int) -> np.ndarray:
+    """How often ``train`` predicts each target id, float64 (K,): its words, and EOS once a pair (PAD never: the
+    add-one model gives it the probability of an unseen word, which keeps the sum of the others below 1)."""
+    counts = target_counts(train.trg_ids, vocab_size)  # (K,)
     counts[EOS_ID] += len(train)
     counts[PAD_ID] = 0
-    return np.log(counts + 1.0) - math.log(counts.sum() + vocab_size - 1)
+    return counts
 
 
-def unigram_perplexity(train: PairSet, valid: PairSet, vocab_size: int) -> float:
-    """Per-token perplexity on ``valid`` of a target-word unigram model estimated on ``train``
-    (:func:`unigram_log_probs`)."""
-    log_p = unigram_log_probs(train, vocab_size)
-    total = log_p[valid.trg_ids].sum() + len(valid) * log_p[EOS_ID]
-    return math.exp(-total / valid.target_tokens())
-
-
-def word_perplexity(nll_per_pair: float, pairs: int, output_words: int) -> float:
-    """Perplexity per Moses word: exp(total NLL / (output words + one EOS per pair)).
-
-    The same normaliser for every tokenizer, so word and subword models compare."""
-    return math.exp(nll_per_pair * pairs / (output_words + pairs))
-
-
-def _autocast(device: torch.device, dtype: str):
-    """bfloat16 autocast (fp32 master weights) for ``bf16``, else nothing."""
-    return torch.autocast(device_type=device.type, dtype=torch.bfloat16) if dtype == "bf16" else nullcontext()
-
-
-@torch.no_grad()
-def evaluate(model: EncoderDecoder, pairs: PairSet, batch_size: int = 256,
-             device: torch.device = torch.device("cpu"), dtype: str = "fp32") -> tuple[float, float]:
-    """(NLL per pair in nats, per-token perplexity) of ``pairs``, batched by similar lengths."""
-    was_training = model.training
-    model.eval()
-    lengths = np.diff(pairs.src_offsets) * 1000 + np.diff(pairs.trg_offsets)
-    order = np.argsort(lengths, kind="stable")
-    total = 0.0
-    for start in range(0, len(order), batch_size):
-        with _autocast(device, dtype):
-            log_p = model.log_prob(*pairs.batch(order[start:start + batch_size], device))  # (B,)
-        total -= float(log_p.double().sum())
-    model.train(was_training)
-    return total / len(pairs), math.exp(total / pairs.target_tokens())
-
-
-@dataclass(frozen=True)
-class ValidStats:
-    """The held-out pairs' exact NLL per pair and perplexity per token, and log Z = log sum_j exp(g_j . s)
-    over their predicted positions: its mean and standard deviation (0 for a self-normalised model)."""
-
-    nll: float
-    perplexity: float
-    log_z_mean: float
-    log_z_std: float
-
-
-@torch.no_grad()
-def evaluate_log_z(model: EncoderDecoder, pairs: PairSet, batch_size: int = 256,
-                   device: torch.device = torch.device("cpu"), dtype: str = "fp32") -> ValidStats:
-    """:func:`evaluate`'s exact NLL and perplexity (in the scorer's order) with log Z's mean and spread over
-    the predicted positions (RCTM II's EOS position, a Poisson length term, counts with log Z = 0)."""
-    was_training = model.training
-    model.eval()
-    lengths = np.diff(pairs.src_offsets) * 1000 + np.diff(pairs.trg_offsets)
-    order = np.argsort(lengths, kind="stable")
-    total = log_z = log_z_sq = 0.0
-    for start in range(0, len(order), batch_size):
-        with _autocast(device, dtype):
-            terms = model(*pairs.batch(order[start:start + batch_size], device), terms=True)  # (B,) each
-        total -= float(terms.log_p.double().sum())
-        log_z += float(terms.log_z.double().sum())
-        log_z_sq += float(terms.log_z_sq.double().sum())
-    model.train(was_training)
-    positions = pairs.target_tokens()
-    mean = log_z / positions
-    return ValidStats(total / len(pairs), math.exp(total / positions), mean,
-                      math.sqrt(max(log_z_sq / positions - mean * mean, 0.0)))
+def unigram_baseline(train: PairSet, valid: PairSet, vocab_size: int) -> float:
+    """Per-token perplexity on ``valid`` (its words and EOS) of the add-one unigram model of ``train``'s targets
+    over the target vocabulary but PAD (:func:`~mosesrnn.train.validation.unigram_perplexity`)."""
+    return unigram_perplexity(_target_counts(train, vocab_size), valid.trg_ids, vocab_size - 1, ends=len(valid),
+                              end_id=EOS_ID)
 
 
 class EncoderDecoderTask:
@@ -256,7 +175,7 @@ class EncoderDecoderTask:
 
     unit = "pairs"
 
-    def __init__(self, config: TrainConfig, data: TrainingData, resumed: bool, device: str | None = None):
+    def __init__(self, config: EncoderDecoderTrainConfig, data: TrainingData, resumed: bool, device: str | None = None):
         self.config, self.data = config, data
         self.loss_name = "loss per pair" if config.self_norm else "NLL per pair"
         # self-normalised training adds the penalty and log Z's statistics (a run without it keeps its files)
@@ -268,18 +187,19 @@ class EncoderDecoderTask:
         self.network = self.model
         self.train_size = len(data.train)
         self.table_scores = count_scores(config.table, config.encoding) if config.table else None
-        self.unigram_ppl = unigram_perplexity(data.train, data.valid, self.model.config.trg_vocab_size)
+        vocab_size = self.model.config.trg_vocab_size
+        self.unigram_ppl = unigram_baseline(data.train, data.valid, vocab_size)
         if config.setting("output_bias") == "unigram" and not resumed and hasattr(self.model.decoder, "G_l"):
             with torch.no_grad():  # p(y) at the start = the add-one unigram distribution of the targets
                 self.model.decoder.G_l.bias.copy_(torch.from_numpy(
-                    unigram_log_probs(data.train, self.model.config.trg_vocab_size)))
+                    unigram_log_probs(_target_counts(data.train, vocab_size), vocab_size - 1)))
         # the length of each training pair, for length bucketing (source first, then target)
         self.lengths = np.diff(data.train.src_offsets) * 1024 + np.diff(data.train.trg_offsets)
 
     def _model(self, resumed: bool) -> EncoderDecoder:
         path = os.path.join(self.config.output_dir, LAST)
         if resumed:
-            return load_trained_model(path).model
+            return load_encoder_decoder(path).model
         vocabularies = self.data.vocabularies
         sizes = orient(self.config.direction, len(vocabularies.source), len(vocabularies.target))
         torch.manual_seed(self.config.seed)
@@ -305,7 +225,7 @@ class EncoderDecoderTask:
         the padded order and 1.5x faster to train on the Tatoeba table's phrase pairs.
         """
         batch = self.data.train.batch(index, self.device)  # src (B,S), src_len, trg (B,T), trg_len
-        with _autocast(self.device, self.config.dtype):
+        with autocast(self.device, self.config.dtype):
             if self.config.self_norm:
                 terms = self.network(*batch, terms=True)  # (B,) each
                 return (self.config.self_norm * terms.log_z_sq - terms.log_p).mean()
@@ -351,7 +271,7 @@ class EncoderDecoderTask:
 
     def save_model(self, path: str, info: dict) -> None:
         """A self-contained model file with the run's codecs and direction."""
-        save_trained_model(path, self.model, self.data.text, self.config.direction, info)
+        save_encoder_decoder(path, self.model, self.data.text, self.config.direction, info)
 
 
 class EncoderDecoderFamily:
@@ -361,11 +281,11 @@ class EncoderDecoderFamily:
     plot_unit = "pair"
     kind = ENCODER_DECODER
 
-    def check_resume(self, config: TrainConfig) -> None:
+    def check_resume(self, config: EncoderDecoderTrainConfig) -> None:
         """A resumed run keeps its vocabularies: a different ``--vocab`` is refused."""
         _check_vocab_dir(config)
 
-    def load_data(self, config: TrainConfig, resumed: bool, writes: bool = True) -> TrainingData:
+    def load_data(self, config: EncoderDecoderTrainConfig, resumed: bool, writes: bool = True) -> TrainingData:
         """Read the pairs with the vocabularies of the run (saved in the output directory, by the process
         that ``writes``)."""
         vocab_dir = os.path.join(config.output_dir, VOCAB_DIR) if resumed else config.vocab_dir
@@ -385,19 +305,20 @@ class EncoderDecoderFamily:
                  (data.train.nbytes + data.valid.nbytes) / 1e6, 100 * data.coverage[0], 100 * data.coverage[1])
         return data
 
-    def build_task(self, config: TrainConfig, data: TrainingData, resumed: bool, device: str) -> EncoderDecoderTask:
+    def build_task(self, config: EncoderDecoderTrainConfig, data: TrainingData, resumed: bool,
+                   device: str) -> EncoderDecoderTask:
         """The encoder-decoder's task; its unigram baseline is logged."""
         task = EncoderDecoderTask(config, data, resumed, device)
         log.info("unigram baseline: validation perplexity %.1f per token; %.2f output tokens per word",
                  task.unigram_ppl, data.valid.target_tokens() / max(data.valid_words + len(data.valid), 1))
         return task
 
-    def recipe(self, config: TrainConfig) -> dict:
+    def recipe(self, config: EncoderDecoderTrainConfig) -> dict:
         """The optimizer, its rate and schedule, bucketing and the bias start, as resolved."""
         return {name: config.setting(name) for name in ("optimizer", "learning_rate", "warmup", "lr_decay",
                                                         "bucket_window", "output_bias")}
 
-    def describe(self, config: TrainConfig, task: EncoderDecoderTask, data: TrainingData) -> str:
+    def describe(self, config: EncoderDecoderTrainConfig, task: EncoderDecoderTask, data: TrainingData) -> str:
         """The model line of the log."""
         recipe, world = self.recipe(config), ranks_from_environment().world
         return (f"model: {config.preset} preset, {task.model.config.encoder} encoder, "
@@ -413,7 +334,7 @@ class EncoderDecoderFamily:
 FAMILY = EncoderDecoderFamily()
 
 
-def train(config: TrainConfig, should_stop=None) -> TrainResult:
+def train_encoder_decoder(config: EncoderDecoderTrainConfig, should_stop=None) -> EncoderDecoderTrainResult:
     """Train (or resume) a model into ``config.output_dir``; see the module docstring.
 
     ``should_stop(updates)`` is asked before every update; True stops the run as an interrupt
@@ -422,13 +343,13 @@ def train(config: TrainConfig, should_stop=None) -> TrainResult:
     outcome = drive(FAMILY, config, should_stop)
     task, data, result = outcome.task, outcome.data, outcome.result
     best = outcome.best or dict.fromkeys(task.validation_keys, math.inf)
-    return TrainResult(result.updates, result.epoch, result.stop_reason, best["valid_nll"], best["valid_ppl"],
-                       task.unigram_ppl, task.model.num_parameters(), len(data.train), len(data.valid),
-                       result.examples_per_second, result.resumed, outcome.loop.path(BEST), outcome.loop.path(LAST),
-                       best["valid_word_ppl"])
+    return EncoderDecoderTrainResult(result.updates, result.epoch, result.stop_reason, best["valid_nll"],
+                                     best["valid_ppl"], task.unigram_ppl, task.model.num_parameters(),
+                                     len(data.train), len(data.valid), result.examples_per_second, result.resumed,
+                                     outcome.loop.path(BEST), outcome.loop.path(LAST), best["valid_word_ppl"])
 
 
-def _check_vocab_dir(config: TrainConfig) -> None:
+def _check_vocab_dir(config: EncoderDecoderTrainConfig) -> None:
     """A resumed run keeps its vocabularies (MODEL_DIR/vocab): refuse a --vocab that differs from them."""
     if config.vocab_dir is None:
         return

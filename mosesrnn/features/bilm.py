@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ..bilm.model_file import JointModel
+from ..bilm.model_file import TrainedJoint
 from ..bilm.orientation import FORWARD, JOINT_FEATURES
 from ..bilm.scoring import aligned, linked, reoriented_scores, sentence_scores
 from ..formats.nbest import NbestError
@@ -46,7 +46,7 @@ def alignment_fields(pair) -> tuple[str, str | None]:
 class JointFeature:
     """The log-probability of every n-best hypothesis (or of its source, target-to-source) under a joint model."""
 
-    def __init__(self, model: JointModel):
+    def __init__(self, model: TrainedJoint):
         self.model = model
         self.spec = FEATURES[model.orientation.feature]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..cslm.model_file import TrainedLM
+from ..cslm.model_file import TrainedCSLM
 from ..cslm.scoring import sentence_scores
 from .options import FeatureOptions
 from .registry import FEATURES, Pair
@@ -21,7 +21,7 @@ class CSLMFeature:
 
     spec = FEATURES["cslm"]
 
-    def __init__(self, trained: TrainedLM):
+    def __init__(self, trained: TrainedCSLM):
         self.trained = trained
 
     def settings(self) -> dict:

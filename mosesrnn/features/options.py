@@ -6,16 +6,17 @@
 
     mosesrnn.score_table("phrase-table.gz", "scored.gz", FeatureOptions(model="model/best.pt"))
 
-A feature with a new setting adds one field here (and its option in the CLI table); the model
-files it names are declared to the run's job by :meth:`FeatureOptions.declared_paths`.
+Its model files are the model registry's options (:data:`mosesrnn.models.MODEL_OPTIONS`): one field each,
+declared to the run's job in the role of its kind by :meth:`FeatureOptions.declared_paths`. A feature with
+a new setting adds one field here (and its option in the CLI table).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import field, make_dataclass
 
-from ..bilm.orientation import JOINT_FEATURES
 from ..encdec.direction import DIRECTIONS
-from ..io.roles import CSLM, ENCODER_DECODER, JOINT, Role, input_folder, model_file
+from ..io.roles import Role, input_folder, model_file
+from ..models import ENCODER_DECODER, MODEL_OPTIONS, kind_of
 from ..runtime import DEVICES, DTYPES
 from .registry import FEATURES, default_features, parse_feature_names
 
@@ -26,55 +27,8 @@ UNK_SIDES = ("source", "target", "both")
 NORMALIZERS = ("exact", "skip")
 
 
-@dataclass(frozen=True)
-class FeatureOptions:
-    """The features to compute and every setting they take (see ``mosesrnn score --help``).
-
-    Attributes:
-        features: names in order (``"rnn,unk"`` or a sequence); None: every feature whose model file is
-            given, and those that need none.
-        model: an RNN Encoder-Decoder file (the rnn feature; its shortlists serve unk).
-        reverse_model: a second one trained in the other direction (the rnn-rev feature).
-        lm: a CSLM file (the cslm feature, n-best lists only).
-        bilm: a joint model file (the bilm feature, n-best lists written with Moses' word alignment).
-        bilm_t2s, bilm_r2l, bilm_t2s_r2l: joint model files of the other directions, each for its feature
-            (bilm-t2s: target-to-source; bilm-r2l: right-to-left; bilm-t2s-r2l: both), as trained by
-            ``bilm train --direction target-to-source`` and/or ``--right-to-left``.
-        vocab: a folder of word shortlists from ``mosesrnn vocab`` (unk without a model, or beside a
-            subword model).
-        unk_side: which words unk counts: source, target or both.
-        direction: the direction the model must score (None: the model's).
-        length_normalize: divide log p by the predicted tokens.
-        normalizer: ``exact`` (log p, the default) or ``skip``: the raw score without the softmax normaliser,
-            for a model trained self-normalised (``train --self-norm``; refused for another).
-        device, dtype, batch_tokens, threads: where and how the models run; batch_tokens None: the
-            resolved device's default (:data:`~mosesrnn.runtime.devices.BATCH_TOKENS`: 4096 on a CPU, 32768
-            on a GPU).
-        compile: run the rnn columns' recurrent steps compiled (``torch.compile``; CUDA graphs on a GPU:
-            :mod:`mosesrnn.encdec.compiled`); off, the values are the eager path's, byte for byte.
-        labels: ``(feature, name)`` pairs renaming a feature's group in an n-best list, e.g.
-            ``(("rnn", "RNN1"),)`` so that a second model's scores go beside the first's ``RNN0``.
-    """
-
-    features: tuple[str, ...] | None = None
-    model: str | None = None
-    reverse_model: str | None = None
-    lm: str | None = None
-    bilm: str | None = None
-    bilm_t2s: str | None = None
-    bilm_r2l: str | None = None
-    bilm_t2s_r2l: str | None = None
-    vocab: str | None = None
-    unk_side: str = "both"
-    direction: str | None = None
-    length_normalize: bool = False
-    normalizer: str = "exact"
-    device: str = "auto"
-    dtype: str = "fp32"
-    batch_tokens: int | None = None
-    threads: int | None = None
-    compile: bool = False
-    labels: tuple[tuple[str, str], ...] = ()
+class _FeatureOptions:
+    """What :class:`FeatureOptions` does with its fields (which come from the model registry, below)."""
 
     def __post_init__(self):
         if self.features is not None:
@@ -99,31 +53,72 @@ class FeatureOptions:
 
     def declared_paths(self) -> list[tuple[Role, str]]:
         """The files these options name, by role: for the job of the run that uses them."""
-        return [(role, path) for role, path in ((model_file(ENCODER_DECODER), self.model),
-                                                (model_file(ENCODER_DECODER), self.reverse_model),
-                                                (model_file(CSLM), self.lm),
-                                                *((model_file(JOINT), path) for path in self.joint_models().values()),
-                                                (input_folder(), self.vocab))
-                if path is not None]
+        return [(model_file(kind_of(name).kind), path) for name, path in self.models().items()] + \
+            ([(input_folder(), self.vocab)] if self.vocab is not None else [])
 
-    def joint_models(self) -> dict[str, str]:
-        """The joint model files given, by option (``bilm``, ``bilm_t2s``...)."""
-        return {o.option: getattr(self, o.option) for o in JOINT_FEATURES.values() if getattr(self, o.option)}
+    def models(self) -> dict[str, str]:
+        """The model files given, by option (``model``, ``lm``, ``bilm_t2s``...:
+        :data:`~mosesrnn.models.MODEL_OPTIONS`)."""
+        return {name: getattr(self, name) for name in MODEL_OPTIONS if getattr(self, name) is not None}
 
     def names(self) -> tuple[str, ...]:
         """The features' names: the ones given, else the defaults for the model files given (unk not
-        beside a CSLM alone: it would have no shortlists)."""
+        beside the other kinds' models alone: it would have no shortlists)."""
         if self.features is not None:
             return self.features
-        names = default_features(self.model is not None, self.reverse_model is not None, self.lm is not None,
-                                 self.joint_models())
-        counts_words = self.model is not None or self.vocab is not None
-        return names if counts_words else tuple(name for name in names
-                                                if name != "unk" or not (self.lm or self.joint_models()))
+        given = self.models()
+        names = default_features(given)
+        counts_words = "model" in given or self.vocab is not None
+        others = any(kind_of(name).kind != ENCODER_DECODER for name in given)
+        return names if counts_words else tuple(name for name in names if name != "unk" or not others)
 
     def label(self, feature: str) -> str | None:
         """The n-best name given to ``feature``, or None."""
         return dict(self.labels).get(feature)
+
+
+_MODEL_FILES = "\n".join(f"        {option.name}: a model file for the {', '.join(option.features)} feature "
+                         f"({option.flag})." for option in MODEL_OPTIONS.values())
+
+#: FeatureOptions' fields: the features, a model file of each option of the registry, and every setting.
+_FIELDS = [("features", "tuple[str, ...] | None", field(default=None)),
+           *((name, "str | None", field(default=None)) for name in MODEL_OPTIONS),
+           ("vocab", "str | None", field(default=None)),
+           ("unk_side", "str", field(default="both")),
+           ("direction", "str | None", field(default=None)),
+           ("length_normalize", "bool", field(default=False)),
+           ("normalizer", "str", field(default="exact")),
+           ("device", "str", field(default="auto")),
+           ("dtype", "str", field(default="fp32")),
+           ("batch_tokens", "int | None", field(default=None)),
+           ("threads", "int | None", field(default=None)),
+           ("compile", "bool", field(default=False)),
+           ("labels", "tuple[tuple[str, str], ...]", field(default=()))]
+
+FeatureOptions = make_dataclass("FeatureOptions", _FIELDS, bases=(_FeatureOptions,), frozen=True, namespace={
+    "__module__": __name__,
+    "__doc__": f"""The features to compute and every setting they take (see ``mosesrnn score --help``); a frozen
+    dataclass whose model fields are the model registry's options (:data:`~mosesrnn.models.MODEL_OPTIONS`).
+
+    Attributes:
+        features: names in order (``"rnn,unk"`` or a sequence); None: every feature whose model file is
+            given, and those that need none.
+{_MODEL_FILES}
+        vocab: a folder of word shortlists from ``mosesrnn vocab`` (unk without a model, or beside a
+            subword model).
+        unk_side: which words unk counts: source, target or both.
+        direction: the direction the model must score (None: the model's).
+        length_normalize: divide log p by the predicted tokens.
+        normalizer: ``exact`` (log p, the default) or ``skip``: the raw score without the softmax normaliser,
+            for a model trained self-normalised (``train --self-norm``; refused for another).
+        device, dtype, batch_tokens, threads: where and how the models run; batch_tokens None: the
+            resolved device's default (:data:`~mosesrnn.runtime.devices.BATCH_TOKENS`: 4096 on a CPU, 32768
+            on a GPU); threads None: torch's own count.
+        compile: run the rnn columns' recurrent steps compiled (``torch.compile``; CUDA graphs on a GPU:
+            :mod:`mosesrnn.encdec.compiled`); off, the values are the eager path's, byte for byte.
+        labels: ``(feature, name)`` pairs renaming a feature's group in an n-best list, e.g.
+            ``(("rnn", "RNN1"),)`` so that a second model's scores go beside the first's ``RNN0``.
+    """})
 
 
 def _is_label(text: str) -> bool:

@@ -22,6 +22,7 @@ from typing import Any, Callable, Collection, Protocol, Sequence
 
 from ..bilm.orientation import JOINT_FEATURES, Orientation
 from ..encdec.pair_ids import Pair
+from ..models import FEATURE_MODELS
 
 __all__ = ["Pair", "Feature", "FeatureSpec", "FEATURES", "parse_feature_names", "describe", "default_features"]
 
@@ -57,8 +58,6 @@ class FeatureSpec:
         settings: the options that change its values (all recorded in the signature); not those that
             move them by rounding alone (batch size, device: shards scored on a GPU and on a CPU merge).
         table_digits: significant digits of ``e^v`` in a phrase table; None writes it exactly.
-        needs: the :class:`~mosesrnn.features.options.FeatureOptions` field of the model file it reads
-            (``model``, ``reverse_model``, ``lm``), or None when it needs no model (a vocabulary may do).
         tables: whether it scores phrase pairs (a phrase-table column); False for whole-sentence
             features (n-best lists only).
         builder: ``module:function`` that builds it from the options and the loaded models
@@ -72,10 +71,16 @@ class FeatureSpec:
     default_weight: float
     settings: tuple[str, ...]
     table_digits: int | None
-    needs: str | None
     builder: str
     tables: bool = True
     builder_args: tuple = ()
+
+    @property
+    def needs(self) -> str | None:
+        """The :class:`~mosesrnn.features.options.FeatureOptions` field of the model file it reads (the model
+        registry's option that lists it: :data:`~mosesrnn.models.FEATURE_MODELS`), or None when it needs no model
+        (a vocabulary may do)."""
+        return FEATURE_MODELS.get(self.name)
 
     def build(self, options, models) -> Feature:
         """Import the feature's module and build it from the options, the loaded models and ``builder_args``."""
@@ -94,7 +99,7 @@ def _joint_spec(orientation: Orientation) -> FeatureSpec:
                        f"-print-alignment-info-in-n-best"
                        + (", best with -include-segmentation-in-n-best too)" if orientation == Orientation() else ")"),
                        default_weight=0.1, settings=("model", "order", "source_window"), table_digits=None,
-                       needs=orientation.option, builder="mosesrnn.features.bilm:build", tables=False,
+                       builder="mosesrnn.features.bilm:build", tables=False,
                        builder_args=(orientation.feature,))
 
 
@@ -102,31 +107,28 @@ FEATURES: dict[str, FeatureSpec] = {spec.name: spec for spec in (
     FeatureSpec("rnn", "log p(target | source) under the RNN Encoder-Decoder (phrase table: its exp)",
                 default_weight=0.1,
                 settings=("model", "direction", "dtype", "length_normalize", "normalizer"),
-                table_digits=9, needs="model", builder="mosesrnn.features.rnn:build"),
+                table_digits=9, builder="mosesrnn.features.rnn:build"),
     FeatureSpec("rnn-rev", "log p(the other side | the one it reads) under --reverse-model, a second model "
                 "trained in the other direction (p(source | target) beside rnn's p(target | source); phrase "
                 "table: its exp)",
                 default_weight=0.1,
                 settings=("model", "direction", "dtype", "length_normalize", "normalizer"),
-                table_digits=9, needs="reverse_model", builder="mosesrnn.features.rnn:build_reverse"),
+                table_digits=9, builder="mosesrnn.features.rnn:build_reverse"),
     FeatureSpec("unk", "the number of words outside the model's shortlists, C14 Sec. 4.2 (phrase table: e^n)",
-                default_weight=-0.1, settings=("side", "vocab"), table_digits=None, needs=None,
+                default_weight=-0.1, settings=("side", "vocab"), table_digits=None,
                 builder="mosesrnn.features.unk:build"),
     FeatureSpec("cslm", "log p(hypothesis) under the CSLM of --lm, a neural target language model: the sum over "
                 "its words and </s> (n-best lists only)",
-                default_weight=0.1, settings=("model", "order"), table_digits=None, needs="lm",
+                default_weight=0.1, settings=("model", "order"), table_digits=None,
                 builder="mosesrnn.features.cslm:build", tables=False),
     *map(_joint_spec, JOINT_FEATURES.values()),
 )}
 
 
-def default_features(with_model: bool, with_reverse_model: bool = False, with_lm: bool = False,
-                     joint_models: Collection[str] = ()) -> tuple[str, ...]:
-    """The columns computed when none are named: each whose model file is given (``joint_models``: the options
-    of the joint model files given, ``bilm``, ``bilm_t2s``...), and those that need none."""
-    given = {"model": with_model, "reverse_model": with_reverse_model, "lm": with_lm,
-             **{o.option: o.option in joint_models for o in JOINT_FEATURES.values()}}
-    return tuple(name for name, spec in FEATURES.items() if spec.needs is None or given[spec.needs])
+def default_features(given: Collection[str] = ()) -> tuple[str, ...]:
+    """The columns computed when none are named: each whose model file is given (``given``: the options of the
+    model files given, ``model``, ``lm``, ``bilm_t2s``...), and those that need none."""
+    return tuple(name for name, spec in FEATURES.items() if spec.needs is None or spec.needs in given)
 
 
 def parse_feature_names(text: str) -> tuple[str, ...]:

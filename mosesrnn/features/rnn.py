@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..encdec.direction import SOURCE_TO_TARGET, opposite, probability
-from ..encdec.model_file import TrainedModel
+from ..encdec.model_file import TrainedEncoderDecoder
 from ..encdec.scoring import PairScorer
 from ..runtime.devices import default_batch_tokens
 from .options import FeatureOptions
@@ -24,7 +24,7 @@ class RNNFeature(PairScorer):
     :class:`~mosesrnn.encdec.scoring.PairScorer`); ``spec`` names the column: ``rnn``, or ``rnn-rev``
     for the second model of the other direction."""
 
-    def __init__(self, trained: TrainedModel, *, spec=FEATURES["rnn"], **options):
+    def __init__(self, trained: TrainedEncoderDecoder, *, spec=FEATURES["rnn"], **options):
         super().__init__(trained, name=spec.name, **options)
         self.spec = spec
 
@@ -38,7 +38,7 @@ class RNNFeature(PairScorer):
         return self.score(encoded).tolist()
 
 
-def check_skip_normalizer(trained: TrainedModel, path: str) -> None:
+def check_skip_normalizer(trained: TrainedEncoderDecoder, path: str) -> None:
     """Raise ValueError unless the model file ``path`` was trained self-normalised and its mean log Z on its
     validation pairs is near 0: skipping the normaliser would otherwise move every score by log Z a position."""
     if not trained.info.get("self_norm"):
@@ -49,7 +49,7 @@ def check_skip_normalizer(trained: TrainedModel, path: str) -> None:
     check_self_normalised(trained.info, path)
 
 
-def _feature(options: FeatureOptions, trained: TrainedModel, path: str, **settings) -> RNNFeature:
+def _feature(options: FeatureOptions, trained: TrainedEncoderDecoder, path: str, **settings) -> RNNFeature:
     """A column of ``trained`` (the model file ``path``) with the scoring options and ``settings`` (its spec,
     direction and device)."""
     if options.normalizer == "skip":

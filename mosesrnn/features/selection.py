@@ -1,9 +1,10 @@
-"""Which feature columns a job computes, built from the options: the model files loaded once each."""
+"""Which feature columns a job computes, built from the options: the model files loaded once each, by the
+loader of their kind in the model registry (:data:`mosesrnn.models.MODELS`)."""
 from __future__ import annotations
 
 import logging
 
-from ..bilm.orientation import JOINT_FEATURES
+from ..models import MODEL_OPTIONS, kind_of
 from .options import FeatureOptions
 from .registry import FEATURES, Feature
 
@@ -11,9 +12,6 @@ __all__ = ["LoadedModels", "select_features"]
 
 log = logging.getLogger("mosesrnn")
 
-_OPTIONS = {"model": "-m MODEL", "reverse_model": "--reverse-model MODEL", "lm": "--lm CSLM",
-            **{o.option: f"--{o.feature} MODEL" for o in JOINT_FEATURES.values()}}
-_JOINT_OPTIONS = {o.option for o in JOINT_FEATURES.values()}
 #: The settings given other than their default, by the option that gives them: refused where no column takes them.
 _GIVEN = {"normalizer": ("--normalizer skip", lambda options: options.normalizer != "exact"),
           "length_normalize": ("--length-normalize", lambda options: options.length_normalize)}
@@ -30,22 +28,15 @@ class LoadedModels:
 
     def get(self, feature: str, which: str = "model"):
         """The model of option ``which`` (``model``, ``reverse_model``, ``lm``, ``bilm``, ``bilm_t2s``...) that
-        ``feature`` needs: a
-        :class:`~mosesrnn.encdec.model_file.TrainedModel`, a :class:`~mosesrnn.cslm.model_file.TrainedLM` or a
-        :class:`~mosesrnn.bilm.model_file.JointModel`."""
+        ``feature`` needs, as its kind's loader returns it: a
+        :class:`~mosesrnn.encdec.model_file.TrainedEncoderDecoder`, a :class:`~mosesrnn.cslm.model_file.TrainedCSLM`
+        or a :class:`~mosesrnn.bilm.model_file.TrainedJoint`."""
         path = getattr(self.options, which)
         if path is None:
-            raise ValueError(f"the {feature} feature needs a model file ({_OPTIONS[which]})")
+            option = MODEL_OPTIONS[which]
+            raise ValueError(f"the {feature} feature needs a model file ({option.flag} {option.placeholder})")
         if which not in self._loaded:
-            if which == "lm":
-                from ..cslm.model_file import load_language_model
-                self._loaded[which] = load_language_model(path)
-            elif which in _JOINT_OPTIONS:
-                from ..bilm.model_file import load_joint_model
-                self._loaded[which] = load_joint_model(path)
-            else:
-                from ..encdec.model_file import load_trained_model
-                self._loaded[which] = load_trained_model(path)
+            self._loaded[which] = kind_of(which).load(path)
         return self._loaded[which]
 
 
@@ -54,17 +45,13 @@ def select_features(options: FeatureOptions, tables: bool = False) -> list[Featu
     for a phrase table, which refuses the whole-sentence features.
 
     The defaults leave out ``unk`` for a subword model without word shortlists: it has no UNK
-    (give ``vocab``, word shortlists, to count the words outside them). torch's threads are set
-    here, where the computing starts.
+    (give ``vocab``, word shortlists, to count the words outside them).
     """
     names = options.names()
     sentence_only = [name for name in names if not FEATURES[name].tables]
     if tables and sentence_only:
         raise ValueError(f"{', '.join(sentence_only)} scores whole sentences, not phrase pairs: use it on n-best "
                          f"lists (`mosesrnn nbest --lm`), or inside Moses (`mosesrnn lm export`)")
-    if options.threads:
-        import torch
-        torch.set_num_threads(options.threads)
     models = LoadedModels(options)
     if options.features is None and options.model and options.vocab is None and "unk" in names:
         from .unk import has_word_shortlists

@@ -69,7 +69,7 @@ class UnknownWordFeature:
 
 
 def has_word_shortlists(trained) -> bool:
-    """Whether a :class:`~mosesrnn.encdec.model_file.TrainedModel` reads Moses words (not subwords)."""
+    """Whether a :class:`~mosesrnn.encdec.model_file.TrainedEncoderDecoder` reads Moses words (not subwords)."""
     return all(isinstance(codec.tokenizer, MosesWords) for codec in (trained.text.source, trained.text.target))
 
 

@@ -22,7 +22,7 @@ from .errors import FileLineError, decoded_lines
 
 __all__ = [
     "PhraseTableError", "PhraseEntry", "ENCODING_HINT", "score_column",
-    "parse_line", "format_line", "MAX_TABLE_EXPONENT", "table_value",
+    "parse_line", "format_line", "MAX_TABLE_EXPONENT", "MOSES_FLOOR", "moses_log", "table_value",
     "read_entries", "first_entries", "source_groups",
     "count_scores", "TableReader",
 ]
@@ -135,6 +135,14 @@ def _parse_scores(field: str, path: str, line_no: int) -> tuple[float, ...]:
 
 #: The largest value a phrase table can carry as ``e^v`` (e^709.78 is the largest double).
 MAX_TABLE_EXPONENT = 709.0
+#: Moses' ``FloorScore``: it reads no log-probability or log-score below this (a phrase table's ``ln x``, an NPLM's
+#: output score).
+MOSES_FLOOR = -100.0
+
+
+def moses_log(value: float) -> float:
+    """A phrase-table score ``x`` as Moses reads it: ``max(ln x, -100)`` (:data:`MOSES_FLOOR`; 0 too)."""
+    return max(math.log(value), MOSES_FLOOR) if value > 0 else MOSES_FLOOR
 
 
 def table_value(value: float, digits: int | None = None) -> str:

@@ -24,12 +24,12 @@ function) only checks that the outer job declared everything it declares.
 Under torchrun the processes of one run share its outputs: only rank 0 (which writes them) checks
 and locks them.
 
-While the job runs, Ctrl-C and SIGTERM (a scheduler's preemption, ``kill``) raise
-KeyboardInterrupt, also in a process started with SIGINT ignored (a script's background job);
-an interruption leaves the job as :class:`Interrupted`, whose message says what was kept (exit
-status 130 after Ctrl-C, 143 after SIGTERM: :func:`mosesrnn.io.signals.interrupted_status`). Outputs
-themselves are written whole or not at all by the atomic writers; ``-`` (stdin, stdout) and special files
-(``/dev/null``, a FIFO) are used directly and neither locked nor checked.
+While the job runs, Ctrl-C and SIGTERM (a scheduler's preemption, ``kill``) raise KeyboardInterrupt, also in a
+process started with SIGINT ignored (a script's background job); an interruption leaves the job as
+:class:`Interrupted`, whose message says what was kept (exit status 130 after Ctrl-C, 143 after SIGTERM:
+:func:`mosesrnn.io.signals.interrupted_status`). Outputs themselves are written whole or not at all by the atomic
+writers; ``-`` (stdin, stdout) and special files (``/dev/null``, a FIFO) are used directly and neither locked nor
+checked.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ zip archive, which ``torch.load`` does not check), weights that do not fit the m
 or hold NaN or infinite values) raises one line naming the file and why:
 :class:`ModelFileError` for model files, :class:`StateFileError` for a training state.
 
-A model file is a dict with ``format_version`` and ``kind`` (:data:`~mosesrnn.io.roles.MODEL_KINDS`;
+A model file is a dict with ``format_version`` and ``kind`` (:data:`~mosesrnn.models.MODEL_KINDS`;
 a file without ``kind`` is an encoder-decoder's, as version 1 and 2 files are); each model family
 reads its own keys (:mod:`mosesrnn.encdec.model_file`, :mod:`mosesrnn.cslm.model_file`) and
 passes its format version and migrations.
@@ -25,10 +25,10 @@ from typing import BinaryIO, Callable, Mapping
 
 import torch
 
+from ..models import ENCODER_DECODER, MODEL_KINDS
 from ..version import __version__
 from .atomic import atomic_file
 from .compressed import open_raw, read_head
-from .roles import ENCODER_DECODER, MODEL_KINDS
 from .signals import signals_deferred
 
 __all__ = ["ModelFileError", "StateFileError", "save_file", "read_model_file", "load_weights", "halve_weights",
@@ -223,7 +223,7 @@ def read_state_file(path: str, version: int) -> dict:
 
 
 def model_kind(path: str) -> str:
-    """The kind of model a mosesrnn model file holds (:data:`~mosesrnn.io.roles.MODEL_KINDS`)."""
+    """The kind of model a mosesrnn model file holds (:data:`~mosesrnn.models.MODEL_KINDS`)."""
     contents = _load(path, "cpu", lambda reason: ModelFileError(f"{path} is not a mosesrnn model file: {reason}"))
     if not isinstance(contents, dict) or "format_version" not in contents:
         raise ModelFileError(f"{path} is not a mosesrnn model file: a PyTorch file, but not one that mosesrnn "

@@ -36,14 +36,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
-__all__ = ["Role", "input_file", "input_folder", "model_file", "output_file", "kept_output", "output_folder",
-           "output_prefix", "program_output", "named_only", "ENCODER_DECODER", "CSLM", "JOINT", "MODEL_KINDS"]
+from ..models import MODEL_KINDS
 
-#: The kinds of model file (the ``kind`` a model file records).
-ENCODER_DECODER, CSLM, JOINT = "encoder-decoder", "cslm", "bilm"
-MODEL_KINDS = {ENCODER_DECODER: "an RNN Encoder-Decoder (a translation model, from `mosesrnn train`)",
-               CSLM: "a CSLM (a target language model, from `mosesrnn lm train`)",
-               JOINT: "a joint model (source and target, for Moses' BilingualNPLM, from `mosesrnn bilm train`)"}
+__all__ = ["Role", "input_file", "input_folder", "model_file", "output_file", "kept_output", "output_folder",
+           "output_prefix", "program_output", "named_only"]
 
 
 @dataclass(frozen=True)
@@ -97,7 +93,7 @@ def input_folder() -> Role:
 
 
 def model_file(kind: str | None) -> Role:
-    """A model file of ``kind`` (:data:`MODEL_KINDS`; None: of any kind) the run reads."""
+    """A model file of ``kind`` (:data:`~mosesrnn.models.MODEL_KINDS`; None: of any kind) the run reads."""
     if kind is not None and kind not in MODEL_KINDS:
         raise ValueError(f"unknown model kind {kind!r}")
     return Role("model", reads=True, model_kind=kind)

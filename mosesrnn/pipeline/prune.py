@@ -29,33 +29,23 @@ import contextlib
 import dataclasses
 import math
 import os
-import re
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
-from moses_integration.ini_format import declared_features, is_phrase_table, parse_ini, read_ini_text, read_weights
-
-from ..formats.phrase_table import PhraseEntry, PhraseTableError, count_scores, format_line, read_entries
+from ..formats.moses_ini import feature_phrase_tables, is_phrase_table_name, pick_phrase_table, read_weights
+from ..formats.phrase_table import PhraseEntry, PhraseTableError, count_scores, format_line, moses_log, read_entries
 from ..formats.sidecar import Sidecar, SidecarError, read_table_sidecar, write_sidecar
 from ..io.compressed import atomic_output
 from ..io.readers import reader
 from ..version import __version__
 
 __all__ = ["Ranking", "Selection", "PruneSummary", "prune_table", "sorted_groups", "margin_for_share", "ranking_for",
-           "table_sidecar", "write_pruned_sidecar", "MOSES_FLOOR"]
+           "table_sidecar", "write_pruned_sidecar"]
 
-#: Moses reads a score x as max(ln x, -100) (``FloorScore``).
-MOSES_FLOOR = -100.0
 #: The histogram of margins that --share reads its threshold from: bins of this many nats, up to 100.
 _BIN, _BINS = 0.01, 10001
-#: The names Moses gives phrase-table features (a weights file declares no features: they are told by name).
-_PHRASE_TABLE_NAME = re.compile(r"(TranslationModel|PhraseDictionary\w*|ProbingPT|Mmsapt)\d+")
 _SAME_PAIRS = ("the reordering table must hold the phrase table's pairs, line for line (the same system's two "
                "tables, both sorted as Moses sorts them)")
-
-
-def _log(value: float) -> float:
-    return max(math.log(value), MOSES_FLOOR) if value > 0 else MOSES_FLOOR
 
 
 @dataclass(frozen=True)
@@ -73,11 +63,11 @@ class Ranking:
             if len(entry.scores) != len(self.weights):
                 raise PhraseTableError(path, entry.line_no, f"{len(entry.scores)} scores, but {self.name} has "
                                        f"{len(self.weights)} weights")
-            return math.fsum(w * _log(s) for w, s in zip(self.weights, entry.scores))
+            return math.fsum(w * moses_log(s) for w, s in zip(self.weights, entry.scores))
         if not -len(entry.scores) <= self.column < len(entry.scores):
             raise PhraseTableError(path, entry.line_no, f"no score column {self.column} to rank by: the line has "
                                    f"{len(entry.scores)} scores")
-        return _log(entry.scores[self.column])
+        return moses_log(entry.scores[self.column])
 
 
 @dataclass(frozen=True)
@@ -299,43 +289,28 @@ def _phrase_table_weights(ini: str, table: str, feature: str | None, encoding: s
     """The name and weights of the phrase table's feature in the moses.ini (or weights file) ``ini``: ``feature``,
     or the one phrase table it has (of several, the one with as many weights as ``table`` has scores). Raises
     ValueError naming the file, the feature and both counts when the weights are not as many as the scores."""
-    groups, tables = read_weights(ini), _phrase_tables(ini)
+    groups, tables = read_weights(ini), feature_phrase_tables(ini)
     width = count_scores(table, encoding)
-    if feature is not None:
-        if feature not in groups:
-            raise ValueError(f"{ini} has no weights of {feature} (it has {', '.join(groups)})")
-        if tables is not None and feature not in tables:
+    if feature is not None and feature not in groups:
+        raise ValueError(f"{ini} has no weights of {feature} (it has {', '.join(groups)})")
+    named = [name for name in groups
+             if (name in tables if tables is not None else name == feature or is_phrase_table_name(name))]
+    chosen = pick_phrase_table(named, feature, fits=lambda name: len(groups[name]) == width)
+    if len(chosen) != 1:
+        if feature is not None:
             raise ValueError(f"{ini}: {feature} is not a phrase table (its phrase tables: "
                              f"{', '.join(tables) or 'none'}): name the phrase table's feature with --feature")
-        chosen = feature
-    else:
-        named = [name for name in groups
-                 if (name in tables if tables is not None else _PHRASE_TABLE_NAME.fullmatch(name))]
-        if len(named) > 1:
-            fitting = [name for name in named if len(groups[name]) == width]
-            if len(fitting) != 1:
-                raise ValueError(f"{ini}: {len(fitting) or 'none'} of its phrase tables "
-                                 f"({', '.join(f'{n} {len(groups[n])}' for n in named)} weights) have the {width} "
-                                 f"scores of {table}: name the table's feature with --feature")
-            named = fitting
         if not named:
             raise ValueError(f"{ini}: no phrase table's weights among {', '.join(groups) or 'none'}: name the "
                              f"phrase table's feature with --feature")
-        chosen = named[0]
-    if len(groups[chosen]) != width:
-        raise ValueError(f"{ini}: the phrase table {chosen} has {len(groups[chosen])} weights, but {table} has "
+        raise ValueError(f"{ini}: {len(chosen) or 'none'} of its phrase tables "
+                         f"({', '.join(f'{n} {len(groups[n])}' for n in named)} weights) have the {width} "
+                         f"scores of {table}: name the table's feature with --feature")
+    if len(groups[chosen[0]]) != width:
+        raise ValueError(f"{ini}: the phrase table {chosen[0]} has {len(groups[chosen[0]])} weights, but {table} has "
                          f"{width} scores a line: give the moses.ini tuned for this table (for a scored table, "
                          f"one that `mosesrnn moses-ini` pointed at it)")
-    return chosen, groups[chosen]
-
-
-def _phrase_tables(ini: str) -> list[str] | None:
-    """The names Moses gives the phrase-table features a moses.ini declares in ``[feature]``; None without a
-    ``[feature]`` section (a file of weight lines)."""
-    lines = parse_ini(read_ini_text(ini))
-    if not any(line.section == "feature" for line in lines):
-        return None
-    return [feature.name for feature in declared_features(lines) if is_phrase_table(feature)]
+    return chosen[0], groups[chosen[0]]
 
 
 def write_pruned_sidecar(table: str, output: str, ranking: Ranking, selection: Selection,

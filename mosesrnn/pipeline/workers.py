@@ -14,6 +14,7 @@ without end; leaving the pool after an error kills them without waiting on any p
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -113,8 +114,8 @@ class WorkerPool:
 
     def __init__(self, count: int, text: ChunkText, stall_seconds: float = STALL_SECONDS):
         self._workers = [Child(f"worker {i + 1} of {count}", _serve, (text,)) for i in range(count)]
-        self._running = spawned_children(self._workers)
-        self._running.__enter__()
+        self._running = contextlib.ExitStack()
+        self._running.enter_context(spawned_children(self._workers))
         self._ready: dict[tuple[str, int], Any] = {}
         self._failed: dict[int, BaseException] = {}  # raised when that chunk is asked for, so the first comes first
         self._stall = stall_seconds

@@ -2,9 +2,9 @@
 
 A family gives what is its own — how it reads its data (with the vocabularies of a run being
 continued), its :class:`~mosesrnn.train.loop.Task`, the recipe it trains with and the lines that
-describe the run — and the driver does the rest once: threads, rank and device, the saved state to
-continue (:func:`~mosesrnn.train.loop.begin_run`), the loop's settings, the log's start record, the
-run, and the closing line.
+describe the run — and the driver does the rest once: torch's threads (the config's, for the run alone),
+rank and device, the saved state to continue (:func:`~mosesrnn.train.loop.begin_run`), the loop's settings,
+the log's start record, the run, and the closing line.
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from typing import Any, Protocol
 import torch
 
 from ..io.model_store import model_kind
-from ..io.roles import MODEL_KINDS
+from ..models import MODEL_KINDS
+from ..runtime.cpu import cpu_threads
 from .loop import BEST, LAST, Loop, LoopResult, LoopSettings, Task, begin_run
 
 __all__ = ["Family", "Outcome", "drive", "check_family", "config_from_options"]
@@ -32,7 +33,7 @@ class Family(Protocol):
     free_on_resume: frozenset[str]
     #: the loss curve's unit (NLL per pair, per token)
     plot_unit: str
-    #: the kind of model file it writes (:data:`~mosesrnn.io.roles.MODEL_KINDS`)
+    #: the kind of model file it writes (:data:`~mosesrnn.models.MODEL_KINDS`)
     kind: str
 
     def check_resume(self, config) -> None:
@@ -73,6 +74,11 @@ def drive(family: Family, config, should_stop=None) -> Outcome:
     ``config`` is the family's :class:`~mosesrnn.train.loop.RunConfig`; its recipe options are read
     through ``config.setting(name)``. ``should_stop(updates)`` is asked before every update.
     """
+    with cpu_threads(config.threads):  # the run's, and the caller's again after it
+        return _run(family, config, should_stop)
+
+
+def _run(family: Family, config, should_stop) -> Outcome:
     check_family(config.output_dir, family.kind)
     ranks, device, state = begin_run(config, family.free_on_resume)
     resumed = state is not None

@@ -143,12 +143,9 @@ class RunConfig:
 
 
 def begin_run(config, free: set[str]) -> tuple[Ranks, str, dict | None]:
-    """Start a training run of ``config`` (a :class:`RunConfig` with ``output_dir``, ``resume``, ``device``,
-    ``threads`` and ``seed``): torch's threads, this process' rank and device (joining a torchrun run),
-    the output folder, and the saved state to continue (None: a fresh run, seeded).
-    Returns ``(ranks, device, state)``."""
-    if config.threads:
-        torch.set_num_threads(config.threads)
+    """Start a training run of ``config`` (a :class:`RunConfig` with ``output_dir``, ``resume``, ``device``
+    and ``seed``): this process' rank and device (joining a torchrun run), the output folder, and the saved
+    state to continue (None: a fresh run, seeded). Returns ``(ranks, device, state)``."""
     ranks = distributed.ranks_from_environment()
     device = distributed.start(ranks, resolve_device(config.device))
     os.makedirs(config.output_dir, exist_ok=True)

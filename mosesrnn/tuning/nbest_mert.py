@@ -8,8 +8,7 @@ from typing import Sequence
 import numpy as np
 from sacrebleu.metrics.bleu import BLEUScore
 
-from moses_integration.ini_format import read_weights
-
+from ..formats.moses_ini import read_weights
 from ..formats.text_file import read_lines
 from .bleu import BleuStatistics
 from .mert import MertOptions, mert, normalise

@@ -1,7 +1,7 @@
 """Feature weights as one vector (D,) over the feature groups of an n-best list, and back to named groups.
 
 The groups are ``(name, size)`` pairs in the list's order (``LM0`` 1, ``TranslationModel0`` 4, ...); on
-disk the weights are ``Name= v1 v2`` lines (:mod:`moses_integration.ini_format`).
+disk the weights are ``Name= v1 v2`` lines (:mod:`mosesrnn.formats.moses_ini`).
 """
 from __future__ import annotations
 

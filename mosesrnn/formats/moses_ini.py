@@ -1,9 +1,9 @@
 """The moses.ini format: lines as Moses reads them, edits that keep every other byte, the phrase tables
-it declares, and the weights.
+it declares, which of them a command means, and the weights.
 
-The floor of the Moses wing that mosesrnn's own modules may import (docs/architecture.md): it imports
-only :mod:`mosesrnn.io`, so ``mosesrnn mert`` and ``mosesrnn prune`` read weights (and ``prune`` the phrase
-tables) without the rest of :mod:`moses_integration`.
+A format among the formats: our MERT (``mosesrnn mert``) reads and writes weights, ``mosesrnn prune`` ranks by
+a tuned moses.ini's phrase-table weights, and the Moses wing (:mod:`moses_integration`) rewrites the file,
+all through this one module, which imports only :mod:`mosesrnn.io`.
 
 Moses reads the file line by line (``moses/Parameter.cpp``, ``ReadConfigFile``): text from the
 first ``#`` is a comment, ``[name]`` opens a section, a section may occur several times and its
@@ -16,24 +16,31 @@ that type (``FeatureFunction::ParseLine``): ``PhraseDictionaryMemory0``, ``…1`
 the names Moses gives them when it converts the old format (``ConvertWeightArgsPhraseModel``).
 
 The weights are ``Name= v1 v2 ...`` lines: the ``[weight]`` section of a moses.ini, or every line
-of a weights file (what ``mosesrnn mert`` writes). One reader (:func:`read_weights`) and one
-writer of such lines (:func:`weights_text`, :func:`replace_weights`) serve every command.
+of a weights file (what ``mosesrnn mert`` writes). One reader of such a line (:func:`split_weight_line`,
+under :func:`read_weights`) and one writer (:func:`weights_text`, :func:`replace_weights`) serve every command;
+:func:`pick_phrase_table` is the one rule by which a command (``moses-ini``, ``prune``) tells which of an
+ini's phrase tables it means.
 """
 from __future__ import annotations
 
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from mosesrnn.io.compressed import read_bytes
 
 __all__ = ["MosesIniError", "IniLine", "read_ini_text", "parse_ini", "section_values", "split_comment",
-           "replace_tokens", "IniFeature", "declared_features", "is_phrase_table", "PhraseTable", "phrase_tables",
-           "Weights", "read_weights", "weights_text", "replace_weights"]
+           "replace_tokens", "IniFeature", "declared_features", "is_phrase_table", "is_phrase_table_name",
+           "PhraseTable", "phrase_tables", "feature_phrase_tables", "pick_phrase_table", "Weights",
+           "split_weight_line", "read_weights", "weights_text", "replace_weights"]
 
-#: A weight line as mert-moses.pl writes it (``Name= v1 v2``); read with any blank after the ``=``.
-_WEIGHT_LINE = re.compile(r"^(\S+)=\s+(.+)$")
+#: A weight line as mert-moses.pl writes it (``Name= v1 v2``), with any blank after the ``=``; ``Name=`` alone
+#: has no values.
+_WEIGHT_LINE = re.compile(r"^(\S+)=(?:\s+(.+))?$")
+#: The names Moses gives phrase-table features (``TranslationModel0`` of a legacy ini, ``PhraseDictionaryMemory0``):
+#: how a file of weight lines, which declares no feature, tells a phrase table's weights.
+_PHRASE_TABLE_NAME = re.compile(r"(TranslationModel|PhraseDictionary\w*|ProbingPT|Mmsapt)\d+")
 
 Weights = dict[str, tuple[float, ...]]
 # [ttable-file] implementation codes, as Parameter::ConvertWeightArgsPhraseModel maps them.
@@ -189,14 +196,47 @@ def phrase_tables(lines: Sequence[IniLine], path: str = "moses.ini") -> list[Phr
     return _current_tables(lines, path) + _legacy_tables(lines, path)
 
 
+def is_phrase_table_name(name: str) -> bool:
+    """Whether ``name`` is one Moses gives a phrase-table feature (for weights that declare no features)."""
+    return _PHRASE_TABLE_NAME.fullmatch(name) is not None
+
+
+def feature_phrase_tables(path: str) -> list[str] | None:
+    """The names Moses gives the phrase-table features a moses.ini declares in ``[feature]``; None without a
+    ``[feature]`` section (a file of weight lines)."""
+    lines = parse_ini(read_ini_text(path))
+    if not any(line.section == "feature" for line in lines):
+        return None
+    return [feature.name for feature in declared_features(lines) if is_phrase_table(feature)]
+
+
+def pick_phrase_table(names: Sequence[str], feature: str | None,
+                      fits: Callable[[str], bool] = lambda name: True) -> list[str]:
+    """Which of the phrase tables ``names`` a command means: the one it names (``feature``; none when it is not
+    among them), else every one, narrowed to those that ``fits`` when there are several. One left is the choice;
+    the command refuses none or several in its own words (``moses-ini`` rewrites a table, ``prune`` ranks by its
+    weights)."""
+    if feature is not None:
+        return [feature] if feature in names else []
+    return list(names) if len(names) < 2 else [name for name in names if fits(name)]
+
+
+def split_weight_line(text: str) -> tuple[str, list[str]] | None:
+    """``(name, values as written)`` of a weight line's text (``Name= v1 v2``; ``Name=`` alone has none), or None
+    for text that is not one."""
+    match = _WEIGHT_LINE.match(text)
+    return None if match is None else (match.group(1), (match.group(2) or "").split())
+
+
 def _weight_line(line: IniLine, path: str) -> tuple[str, tuple[float, ...]]:
-    match = _WEIGHT_LINE.match(line.value)
-    if not match:
+    split = split_weight_line(line.value)
+    if split is None or not split[1]:
         raise MosesIniError(path, line.number, f"expected 'Name= v1 v2 ...', found {line.value!r}")
+    name, values = split
     try:
-        return match.group(1), tuple(float(value) for value in match.group(2).split())
+        return name, tuple(float(value) for value in values)
     except ValueError:
-        raise MosesIniError(path, line.number, f"a weight of {match.group(1)} is not a number") from None
+        raise MosesIniError(path, line.number, f"a weight of {name} is not a number") from None
 
 
 def read_weights(path: str) -> Weights:

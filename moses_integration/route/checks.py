@@ -1,0 +1,150 @@
+"""Everything that stops a tuning before it starts, found in one pass before the first stage: empty or
+mismatched files, relative paths in a moses.ini, rescoring features without their model files (or with
+files of another kind), phrase tables without the word alignments a feature reads, a working folder of
+another tuning, another tuning's folder that cannot lend its runs (``--runs-from``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from mosesrnn.features.options import FeatureOptions
+from mosesrnn.features.registry import FEATURES
+from mosesrnn.formats.moses_ini import parse_ini, phrase_tables, read_ini_text
+from mosesrnn.formats.phrase_table import PhraseTableError, first_entries
+from mosesrnn.formats.text_file import read_lines
+from mosesrnn.io.declared import declare_input
+from mosesrnn.models import MODEL_KINDS, MODEL_OPTIONS, kind_of
+
+from ..mert_moses import relative_paths
+from .plan import PLAN, RoutePlan, saved_plan
+from .reuse import tuned_by
+
+__all__ = ["plan_problems", "rescoring_problems"]
+
+#: What a reused run must share with this tuning: the sets it was tuned and tested on, and how.
+_SHARED = ("dev_src", "dev_ref", "test_src", "test_ref")
+
+
+def plan_problems(plan: RoutePlan, tools_missing: list[str]) -> list[str]:
+    """Everything that stops the tuning before it starts, the user's files first, then the machine's programs."""
+    problems = []
+    for path in (plan.dev_src, plan.dev_ref, plan.ini, plan.baseline, plan.test_src, plan.test_ref):
+        if path is not None and os.path.isfile(path) and os.path.getsize(path) == 0:
+            problems.append(f"{path} is empty")
+    for ini in filter(None, (plan.ini, plan.baseline)):
+        relative = relative_paths(ini) if os.path.isfile(ini) and os.path.getsize(ini) else []
+        problems += [f"{where} is relative, but mert-moses.pl decodes inside its working directory: use an absolute "
+                     f"path" for where in relative]
+        if relative:
+            problems.append(f"to make every path of {ini} absolute: mosesrnn moses-ini {ini} --absolute-paths "
+                            "--relative-to DIR -o NEW.ini, DIR being where they are relative to")
+    for source, reference in ((plan.dev_src, plan.dev_ref), (plan.test_src, plan.test_ref)):
+        if all(os.path.isfile(path) and os.path.getsize(path) for path in (source, reference)):
+            lines = (len(read_lines(source)), len(read_lines(reference)))
+            if lines[0] != lines[1]:
+                problems.append(f"{source} has {lines[0]} lines but {reference} has {lines[1]}")
+    for system, ini in plan.systems():
+        rescoring = plan.rescoring_of(system)
+        if rescoring is not None:
+            problems += rescoring_problems(rescoring)
+            if plan.word_alignments(system) and os.path.isfile(ini) and os.path.getsize(ini):
+                problems += _alignment_problems(ini)
+    problems += _plan_record_problems(plan) + _reuse_problems(plan)
+    return problems + tools_missing
+
+
+def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
+    """What stops the rescoring stages, found before the first stage: a feature without its model file, a model
+    file of another kind, one that is not a model file, one its kind refuses for its option (a joint model of
+    another orientation than its option's: :meth:`~mosesrnn.models.ModelKind.refusal`)."""
+    from mosesrnn.io.model_store import ModelFileError, model_kind  # torch: the wing loads it only to read models
+    problems = []
+    for name in rescoring.names():
+        needs = FEATURES[name].needs
+        if needs and getattr(rescoring, needs) is None:
+            problems.append(f"the {name} rescoring feature needs its model file: give {MODEL_OPTIONS[needs].flag}")
+    for option, path in rescoring.models().items():
+        if not os.path.isfile(path):
+            continue
+        wanted = kind_of(option)
+        try:
+            found = model_kind(path)
+        except ModelFileError as error:
+            problems.append(str(error))
+            continue
+        if found != wanted.kind:
+            problems.append(f"{path} is {MODEL_KINDS[found]}, but {MODEL_OPTIONS[option].flag} takes "
+                            f"{wanted.holds}")
+        elif refusal := wanted.refusal(path, option):
+            problems.append(refusal)
+    return problems
+
+
+def _alignment_problems(ini: str) -> list[str]:
+    """A feature reads the hypotheses' word alignment: every phrase table of ``ini`` must hold word alignments."""
+    problems = []
+    for table in phrase_tables(parse_ini(read_ini_text(ini)), ini):
+        path = next((p for p in (table.path, (table.path or "") + ".gz") if p and "$" not in p and os.path.isfile(p)),
+                    None)
+        if path is None:
+            continue  # a binarized table: Moses says it when it decodes
+        declare_input(path)  # a file the declared moses.ini names
+        try:
+            first = first_entries(path, 1)
+        except PhraseTableError as error:
+            problems.append(str(error))
+            continue
+        if not first or len(first[0].fields) < 4 or not re.fullmatch(r"(\d+-\d+ ?)+", first[0].fields[3].strip()):
+            problems.append(f"{path}:1: no word alignment (the fourth field): the bilm features read each "
+                            f"hypothesis' word alignment, which Moses writes only from a table that holds them "
+                            f"(train-model.perl keeps them by default)")
+    return problems
+
+
+def _plan_record_problems(plan: RoutePlan) -> list[str]:
+    try:
+        saved = saved_plan(plan.work_dir)
+    except ValueError as error:
+        return [f"{error}: tune into a fresh folder"]
+    if saved is None:
+        leftovers = [name for name in os.listdir(plan.work_dir) if not name.startswith(".")] \
+            if os.path.isdir(plan.work_dir) else []
+        return [f"{plan.work_dir} holds files of something else ({', '.join(sorted(leftovers)[:3])}...): tune into "
+                f"a fresh folder"] if leftovers else []
+    current = json.loads(json.dumps(plan.record()))
+    differing = sorted(key for key in set(saved) | set(current) if saved.get(key) != current.get(key))
+    if differing:
+        return [f"{plan.work_dir} holds a tuning of other {', '.join(differing)} "
+                f"({os.path.join(plan.work_dir, PLAN)}): continue it with the command that started it, or tune into "
+                f"a fresh folder"]
+    return []
+
+
+def _reuse_problems(plan: RoutePlan) -> list[str]:
+    """Why ``plan.runs_from`` cannot lend its runs: no plan of a tuning there, other dev or test sets, other
+    MERT settings or n-best size, or none of the plan's moses.ini tuned there."""
+    if plan.runs_from is None:
+        return []
+    try:
+        saved = saved_plan(plan.runs_from)
+    except ValueError:
+        saved = {}  # damaged: said below
+    if saved is None:
+        return [f"--runs-from {plan.runs_from}: no {PLAN} of a `mosesrnn tune` there"]
+    if not isinstance(saved.get("files"), dict):
+        return [f"--runs-from {os.path.join(plan.runs_from, PLAN)}: not the plan `mosesrnn tune` writes (damaged, "
+                f"or of another program)"]
+    current = plan.record()
+    differing = [name for name in _SHARED if saved["files"].get(name) != current["files"][name]]
+    differing += ["nbest_size"] if saved.get("nbest_size") != current["nbest_size"] else []
+    differing += [f"mert {name}" for name, value in current["mert"].items()
+                  if name != "threads" and (saved.get("mert") or {}).get(name) != value]
+    if differing:
+        return [f"--runs-from {plan.runs_from} tuned with other {', '.join(differing)}: its runs cannot serve "
+                f"this tuning"]
+    if not any(tuned_by(saved, ini) for _, ini in plan.systems()):
+        return [f"--runs-from {plan.runs_from} tuned none of {', '.join(ini for _, ini in plan.systems())} (the "
+                f"same file, of the same size)"]
+    return []

@@ -1,0 +1,146 @@
+"""The model registry: every kind of model file mosesrnn trains and reads, one row each.
+
+A row (:class:`ModelKind`) is what the rest of mosesrnn knows of a model family: the ``kind`` its files
+record and the words that name it, the function that loads one (``module:function``, imported when a model
+is loaded), what else may refuse a file of the kind for an option, whether its features read each
+hypothesis' word alignment, and the options that name its files (:class:`ModelOption`): a field of
+:class:`~mosesrnn.features.options.FeatureOptions`, its flags, the n-best features that read it and its help.
+
+From the rows come the kinds the input/output floor names (:data:`MODEL_KINDS`), the model fields of
+``FeatureOptions`` and the roles their files are declared with, the loading
+(:class:`~mosesrnn.features.selection.LoadedModels`), the kinds ``tune`` checks before it starts
+(:mod:`moses_integration.route.checks`), and the model options of ``score``, ``nbest`` and ``tune``
+(:func:`mosesrnn.cli.features.model_options`): a new family is its folder and one row here.
+
+Plain data that imports nothing of mosesrnn, on the lowest floor, so that every floor reads it (sacrebleu's ``METRICS``
+table, with CTranslate2's loaders by name).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+__all__ = ["ENCODER_DECODER", "CSLM", "JOINT", "ModelOption", "ModelKind", "MODELS", "MODEL_KINDS", "MODEL_OPTIONS",
+           "FEATURE_MODELS", "kind_of"]
+
+#: The kinds of model file (the ``kind`` a model file records).
+ENCODER_DECODER, CSLM, JOINT = "encoder-decoder", "cslm", "bilm"
+
+
+@dataclass(frozen=True)
+class ModelOption:
+    """An option that names a model file of its row's kind.
+
+    Attributes:
+        name: its :class:`~mosesrnn.features.options.FeatureOptions` field (``model``, ``lm``, ``bilm_t2s``...).
+        flags: its command-line flags, the short one first (``-m``, ``--model``).
+        features: the features that read its model (``rnn``; ``cslm``; ``bilm-t2s``).
+        help: its help in ``score`` and ``nbest``.
+        rescoring_help: its help in ``tune`` (None: ``help``).
+        placeholder: what a message names its value (``-m MODEL``, ``--lm CSLM``).
+    """
+
+    name: str
+    flags: tuple[str, ...]
+    features: tuple[str, ...]
+    help: str
+    rescoring_help: str | None = None
+    placeholder: str = "MODEL"
+
+    @property
+    def flag(self) -> str:
+        """The flag messages name it by (``-m``, ``--reverse-model``)."""
+        return self.flags[0]
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    """A kind of model file and the options that name one (see the module docstring).
+
+    Attributes:
+        kind: what its files record as their ``kind``.
+        holds: what such a file holds, in words (``a CSLM (a target language model, from `mosesrnn lm train`)``).
+        loader: ``module:function`` reading a file of the kind (``function(path)``), imported when it is called.
+        options: the options that name its files, in the order the commands offer them.
+        check: ``module:function(path, option) -> str | None``: one line refusing a file of the kind for an
+            option (a joint model of another orientation than its option's), or None; checked before ``tune``
+            starts. None: a file of the kind fits every option of it.
+        reads_alignments: its features read each hypothesis' word alignment (the n-best lists must hold it).
+    """
+
+    kind: str
+    holds: str
+    loader: str
+    options: tuple[ModelOption, ...]
+    check: str | None = None
+    reads_alignments: bool = False
+
+    def load(self, path: str):
+        """The model file ``path`` of this kind, as its loader reads it (its module imported now)."""
+        return _function(self.loader)(path)
+
+    def refusal(self, path: str, option: str) -> str | None:
+        """One line refusing the file ``path`` of this kind for the option ``option`` (:attr:`check`), or None."""
+        return _function(self.check)(path, option) if self.check else None
+
+
+def _function(target: str):
+    """The function a ``module:function`` string names, its module imported."""
+    module, name = target.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+_JOINT_OTHER = "a joint model of another direction, Devlin et al. 2014 Sec. 4"
+
+#: Every kind of model file, in the order of its features' columns.
+MODELS: dict[str, ModelKind] = {row.kind: row for row in (
+    ModelKind(ENCODER_DECODER, "an RNN Encoder-Decoder (a translation model, from `mosesrnn train`)",
+              "mosesrnn.encdec.model_file:load_encoder_decoder", (
+                  ModelOption("model", ("-m", "--model"), ("rnn",),
+                              "A model file from `mosesrnn train` (for the rnn feature; its shortlists serve unk).",
+                              "An RNN Encoder-Decoder file for the rnn rescoring feature (a sentence-level model), or "
+                              "whose shortlists serve unk."),
+                  ModelOption("reverse_model", ("--reverse-model",), ("rnn-rev",),
+                              "A second model, trained in the other direction (`train --direction "
+                              "target-to-source`), for the rnn-rev feature: both directions in one pass.",
+                              "A model of the other direction, for rnn-rev."))),
+    ModelKind(CSLM, "a CSLM (a target language model, from `mosesrnn lm train`)",
+              "mosesrnn.cslm.model_file:load_cslm", (
+                  ModelOption("lm", ("--lm",), ("cslm",),
+                              "A CSLM file from `mosesrnn lm train`, for the cslm feature (the hypothesis' "
+                              "log-probability under a neural target language model).",
+                              "A CSLM file (`mosesrnn lm train`) for the cslm rescoring feature.", "CSLM"),)),
+    ModelKind(JOINT, "a joint model (source and target, for Moses' BilingualNPLM, from `mosesrnn bilm train`)",
+              "mosesrnn.bilm.model_file:load_joint", (
+                  ModelOption("bilm", ("--bilm",), ("bilm",),
+                              "A joint model file from `mosesrnn bilm train`, for the bilm feature (the hypothesis' "
+                              "log-probability given the source; the list must hold Moses' word alignment).",
+                              "A joint model file (`mosesrnn bilm train`) for the bilm rescoring feature; the n-best "
+                              "lists are then decoded with their word alignments (the phrase tables must hold them: "
+                              "checked before any work)."),
+                  ModelOption("bilm_r2l", ("--bilm-r2l",), ("bilm-r2l",),
+                              "A joint model file from `mosesrnn bilm train`, trained source-to-target, right-to-left "
+                              f"(`bilm train --right-to-left`), for the bilm-r2l feature ({_JOINT_OTHER})."),
+                  ModelOption("bilm_t2s", ("--bilm-t2s",), ("bilm-t2s",),
+                              "A joint model file from `mosesrnn bilm train`, trained target-to-source, left-to-right "
+                              "(`bilm train --direction target-to-source`), for the bilm-t2s feature "
+                              f"({_JOINT_OTHER})."),
+                  ModelOption("bilm_t2s_r2l", ("--bilm-t2s-r2l",), ("bilm-t2s-r2l",),
+                              "A joint model file from `mosesrnn bilm train`, trained target-to-source, right-to-left "
+                              "(`bilm train --direction target-to-source --right-to-left`), for the bilm-t2s-r2l "
+                              f"feature ({_JOINT_OTHER}).")),
+              check="mosesrnn.bilm.model_file:orientation_refusal", reads_alignments=True),
+)}
+
+#: What the files of each kind hold, in words (for messages naming a file's kind).
+MODEL_KINDS: dict[str, str] = {kind: row.holds for kind, row in MODELS.items()}
+#: Every model option by its name (the FeatureOptions field), in the rows' order.
+MODEL_OPTIONS: dict[str, ModelOption] = {option.name: option for row in MODELS.values() for option in row.options}
+#: The model option each feature reads (features that read none, like unk, are not here).
+FEATURE_MODELS: dict[str, str] = {feature: option.name for option in MODEL_OPTIONS.values()
+                                  for feature in option.features}
+
+
+def kind_of(option: str) -> ModelKind:
+    """The row of the kind of model file the option ``option`` (a FeatureOptions field) names."""
+    return next(row for row in MODELS.values() if any(o.name == option for o in row.options))
