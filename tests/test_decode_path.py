@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import DATA
+from scoring_helpers import save_tiny_model
 from torch.overrides import TorchFunctionMode
 
 from mosesrnn.encdec.compiled import compile_mode, compiled_steps, row_bucket
@@ -58,6 +59,20 @@ def test_a_chunk_reads_the_device_back_once_whatever_its_batches(trained, entrie
     with HostReads() as reads:
         feature.score(encoded)
     assert sum(reads.count.values()) == 1, reads.count  # the values, once, at the chunk's end
+
+
+@pytest.mark.parametrize("encoder", ["attention", "rctm1"])
+def test_the_other_architectures_decode_without_reading_the_device_back(tmp_path, entries, encoder):
+    """The attention model's decode, as C14's, waits once a chunk; RCTM I's decode adds no wait to its
+    convolutional encoder's, which reads each encoder batch's lengths back (one a batch, as RCTM II's icgm)."""
+    trained = load_encoder_decoder(save_tiny_model(str(tmp_path / "tiny.pt"), encoder=encoder))
+    feature = RNNFeature(trained, batch_tokens=256)
+    encoded = feature.encoder(entries[:500])
+    with HostReads() as reads:
+        values = feature.score(encoded)
+    encoder_reads = 0 if encoder == "attention" else len(length_batches(encoded.inputs.lengths, 256))
+    assert sum(reads.count.values()) == 1 + encoder_reads, reads.count
+    assert np.allclose(values, RNNFeature(trained, batch_tokens=100_000).score(encoded), atol=1e-4)
 
 
 def test_the_host_packing_is_the_devices_order():
