@@ -644,6 +644,114 @@ def test_runs_from_another_kind_of_tuning_is_refused_before_any_work(tmp_path, f
     assert len(calls(tmp_path)) == done and not (tmp_path / "again").exists()
 
 
+def _system_naming(tmp_path: Path) -> tuple[Path, Path]:
+    """A moses.ini whose phrase table is a file of ``tmp_path`` (the stand-in decoder reads neither), and that file."""
+    table = tmp_path / "phrase-table.gz"
+    table.write_bytes(gzip.compress(b"a ||| b ||| 0.5 0.5 0.5 0.5 ||| 0-0 ||| |||\n", mtime=0))
+    ini = tmp_path / "system.ini"
+    ini.write_text(INI.read_text(encoding="utf-8").replace("${MODEL_PATH}/basic-surface-only/phrase-table.gz",
+                                                           str(table)), encoding="utf-8")
+    return ini, table
+
+
+@pytest.mark.parametrize("change", ["moses.ini", "model file", "decoder"])
+def test_runs_made_with_other_content_are_neither_lent_nor_continued(tmp_path, fake_moses, model, change):
+    """A run records the sha256 of what it was made with (made-with.json): a moses.ini edited to the same size, a
+    file it names re-exported, a rebuilt decoder are each refused in one line naming the file, before any work, by
+    --runs-from and by the same command continuing its own folder."""
+    ini, table = _system_naming(tmp_path)
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    first[3] = str(ini)
+    assert CliRunner().invoke(main, first).exit_code == 0
+    lender = tmp_path / "work"
+    record = json.loads((lender / "system-run1" / "made-with.json").read_text())
+    assert {(entry["what"], entry["path"]) for entry in record["files"]} >= {
+        ("the moses.ini", str(ini)), ("the file the moses.ini names", str(table)),
+        ("the decoder", str(fake_moses / "bin" / "moses")), ("the dev source", str(tmp_path / "dev.en"))}
+    args = _tune_into(tmp_path / "again", first, ("--runs-from", str(lender)))
+    assert CliRunner().invoke(main, args + ["--dry-run"]).stdout.count("# linked to") == 2  # all the same: lent
+    if change == "moses.ini":
+        text = ini.read_text(encoding="utf-8")
+        ini.write_text(text.replace("0.00402447", "0.00402448"), encoding="utf-8")
+        assert len(ini.read_text(encoding="utf-8")) == len(text)
+        named, runs = f"the moses.ini {ini}", "system-run1"
+    elif change == "model file":
+        table.write_bytes(gzip.compress(b"a ||| b ||| 0.5 0.5 0.5 0.6 ||| 0-0 ||| |||\n", mtime=0))
+        named, runs = f"the file the moses.ini names {table}", "system-run1"
+    else:
+        decoder = fake_moses / "bin" / "moses"
+        decoder.write_text(decoder.read_text() + "# rebuilt\n")
+        named, runs = f"the decoder {decoder}", "baseline-run1, system-run1"
+    done = len(calls(tmp_path))
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert result.output.strip() == (f"Error: cannot start tuning: --runs-from {lender}: {named} changed since {runs} "
+                                     f"were made (each run's made-with.json): its runs cannot serve this tuning; tune "
+                                     f"without --runs-from"), result.output
+    assert len(calls(tmp_path)) == done and not (tmp_path / "again").exists()
+    again = CliRunner().invoke(main, first)  # the tuning's own folder: not continued with other files either
+    assert again.exit_code == 1 and f"{lender}: {named} changed since {runs} were made" in again.output, again.output
+    assert len(calls(tmp_path)) == done
+
+
+def test_runs_without_a_record_continue_here_but_are_not_lent(tmp_path, fake_moses, model):
+    """A run made before runs recorded what they were made with: its own tuning continues it as before; another
+    tuning does not take it (nothing can be checked)."""
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, first).exit_code == 0
+    lender = tmp_path / "work"
+    (lender / "system-run1" / "made-with.json").unlink()
+    (lender / "report.json").unlink()
+    assert CliRunner().invoke(main, first).exit_code == 0 and (lender / "report.json").exists()
+    result = CliRunner().invoke(main, _tune_into(tmp_path / "again", first, ("--runs-from", str(lender))))
+    assert result.exit_code == 1
+    assert (f"--runs-from {lender}: no made-with.json in system-run1 (made by a mosesrnn that did not record what a "
+            f"run was made with)" in result.output), result.output
+
+
+def test_a_run_changed_while_it_was_made_is_refused_when_it_ends(tmp_path, fake_moses, model):
+    """A file that changes while mert-moses.pl runs (a model re-exported under a running tuning) stops the tuning
+    when the run's Moses stages end, naming the file."""
+    ini, table = _system_naming(tmp_path)
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    args[3] = str(ini)
+    tuner = fake_moses / "scripts" / "training" / "mert-moses.pl"
+    tuner.write_text(tuner.read_text().replace("echo 1 >", f"echo changed >> {table}; echo 1 >"))
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1
+    assert (f"baseline-run1: the file the moses.ini names {table} changed while the run was made" not in result.output
+            and f"system-run1: the file the moses.ini names {table} changed while the run was made" in result.output)
+
+
+def test_a_run_records_the_libraries_its_decoder_loads_from_outside_the_system(tmp_path, fake_moses, model):
+    """A decoder linked to a shared library built here (an NPLM built apart): the library is recorded, and a rebuilt
+    library refuses the run as a rebuilt decoder does."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler to build a shared library")
+    (tmp_path / "nplm.c").write_text("int nplm(void) { return 1; }\n")
+    (tmp_path / "main.c").write_text("int nplm(void);\nint main(void) { return nplm() - 1; }\n")
+    library = tmp_path / "lib" / "libnplm.so"
+    library.parent.mkdir()
+
+    def build(value: int) -> None:
+        (tmp_path / "nplm.c").write_text(f"int nplm(void) {{ return {value}; }}\n")
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(tmp_path / "nplm.c")], check=True)
+
+    build(1)
+    program = tmp_path / "decoder"
+    subprocess.run(["cc", "-o", str(program), str(tmp_path / "main.c"), f"-L{library.parent}", "-lnplm",
+                    f"-Wl,-rpath,{library.parent}"], check=True)
+    from moses_integration.mert_moses import MosesTools
+    from moses_integration.route.made_with import changed_files, made_with
+    plan = RouteOptions.from_options(dev_src=str(SOURCE), dev_ref=str(REFERENCE), ini=str(INI), test_src=str(SOURCE),
+                                     test_ref=str(REFERENCE), work_dir=str(tmp_path / "w")).plan
+    tools = MosesTools(str(program), "mert-moses.pl", str(tmp_path))
+    before = made_with(plan, tools, str(INI))
+    assert [entry["path"] for entry in before if entry["what"] == "the library the decoder loads"] == [str(library)]
+    build(2)
+    assert changed_files(before, made_with(plan, tools, str(INI))) == [f"the library the decoder loads {library}"]
+
+
 def test_the_joint_model_tunes_inside_the_decoder_with_real_moses(tmp_path):
     """Issue 43's route on a real Moses built --with-nplm: the system has the joint model in the decoder
     (``moses-ini --bilm``), MERT tunes its weight beside the others, and a joint model of another direction rescores

@@ -16,10 +16,11 @@ columns, then the others), the stages are:
    (``SYSTEM-runK.retuned.test.hyp``). With ``baseline_control``, the baseline's lists get the control alone.
 
 Its modules, each importing only those after it: :mod:`.checks` (everything that stops it from starting),
-:mod:`.stages` (running them, or a dry run's commands), :mod:`.report` (measuring every stage on the test
-set), written as :mod:`.report_file` (``report.json``, ``report.md``), :mod:`.reuse` (another tuning's runs,
-``--runs-from``), :mod:`.plan` (what the tuning is of, saved and read as ``plan.json``, where each run keeps
-its files).
+:mod:`.stages` (running them, or a dry run's commands), :mod:`.made_with` (what each run was made with, by
+content: a run is continued or lent only while that is the same), :mod:`.report` (measuring every stage on the
+test set), written as :mod:`.report_file` (``report.json``, ``report.md``), :mod:`.reuse` (another tuning's runs,
+``--runs-from``), :mod:`.plan` (what the tuning is of, saved and read as ``plan.json``, where each run keeps its
+files).
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def tune(options: RouteOptions, log: Callable[[str], None], dry_run: bool = Fals
     found first. Raises :class:`~moses_integration.mert_moses.MertSetupError` naming every problem that
     stops it from starting (missing programs, empty or mismatched files, a folder of another tuning)."""
     tools, missing = find_tools(options.moses_bin, options.moses_scripts, options.mertdir)
-    problems = plan_problems(options.plan, missing)
+    problems = plan_problems(options.plan, tools, missing)
     if dry_run:
         return dry_run_commands(options.plan, tools, problems) + "\n"
     if problems:

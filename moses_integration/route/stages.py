@@ -34,6 +34,7 @@ from ..mert_moses import (
 )
 from ..nplm_check import HEAPS, check_nplm_reads_its_files, nplm_feature_names
 from ..tools import format_command
+from .made_with import check_still_made_with, made_with, write_made_with
 from .plan import RoutePlan, StageFiles, save_plan, stage_files
 from .report import build_report
 from .report_file import REPORT_JSON, REPORT_MD, RouteReport, markdown, write_report
@@ -67,21 +68,28 @@ def _run_system(plan: RoutePlan, tools: MosesTools, system: str, ini: str, run: 
     files = stage_files(plan, system, run)
     where = f"{system} run {run}/{plan.runs}"
     retune, aligned = plan.retunes(system), plan.word_alignments(system)
+    moses_ran = False
     if not os.path.isfile(files.tuned_ini):
+        if not os.path.lexists(files.mert_dir):  # a new run: what it is made with, before mert-moses.pl starts
+            write_made_with(files.mert_dir, made_with(plan, tools, ini))
         with _iterations_watch(files.mert_dir, lambda k: log(f"{where}: mert-moses.pl, iteration {k}")):
             run_mert(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir,
                      lambda message: log(f"{where}: {message}"))
+        moses_ran = True
     if not os.path.isfile(files.test_hyp) or (retune and not os.path.isfile(files.test_nbest)):
         log(f"{where}: decoding the test set" + (f" ({plan.nbest_size}-best lists)" if retune else ""))
         decode(tools, files.tuned_ini, plan.mert.threads, plan.test_src, files.test_hyp,
                files.test_nbest if retune else None, plan.nbest_size, aligned)
-    if not retune:
-        return
-    if not os.path.isfile(files.dev_nbest):
+        moses_ran = True
+    if retune and not os.path.isfile(files.dev_nbest):
         log(f"{where}: decoding the dev set's {plan.nbest_size}-best lists")
         decode(tools, files.tuned_ini, plan.mert.threads, plan.dev_src, files.dev_hyp, files.dev_nbest,
                plan.nbest_size, aligned)
-    rescore_run(plan, plan.rescoring_of(system), files, run, lambda message: log(f"{where}: {message}"))
+        moses_ran = True
+    if moses_ran:  # nothing changed while Moses ran
+        check_still_made_with(plan, tools, ini, files.mert_dir)
+    if retune:
+        rescore_run(plan, plan.rescoring_of(system), files, run, lambda message: log(f"{where}: {message}"))
 
 
 def rescore_run(plan: RoutePlan, rescoring: FeatureOptions | None, files: StageFiles, run: int,

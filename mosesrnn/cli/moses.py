@@ -226,7 +226,9 @@ def _baseline_features(ctx, param, value):
               help="Another tuning's --work-dir (of the same dev and test sets, MERT settings and n-best size): its "
                    "finished Moses MERT runs of the same moses.ini files, their test decodes and n-best lists are "
                    "linked here, not run again, so new rescoring features cost no decoding. Lists without the word "
-                   "alignment a joint model needs are decoded again.")
+                   "alignment a joint model needs are decoded again. A run is lent only while the moses.ini, every "
+                   "file it names and the decoder (with the libraries it loads) hash the same as when it was made "
+                   "(its made-with.json); otherwise one line names what changed, before any work.")
 @click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
               help="Tuning runs per system: MERT is unstable, Clark et al. (2011) recommend at least 3.")
 @click.option("--rescore", "features", callback=check_feature_names, metavar="FEATURES",
