@@ -39,6 +39,7 @@ from mosesrnn.formats.nbest import read_nbest
 from mosesrnn.tuning.bleu import file_bleu
 from mosesrnn.tuning.mert import MertOptions
 from mosesrnn.tuning.nbest_mert import mert_nbest_files
+from mosesrnn.tuning.rerank import rerank
 from mosesrnn.tuning.significance import mean_std, median_run, paired_p_value
 from mosesrnn.tuning.vectors import named_weights
 
@@ -322,6 +323,83 @@ def test_the_baseline_control_alone(tmp_path, fake_moses, model):
     assert no_baseline.exit_code == 2 and "--rescore-baseline needs --baseline" in no_baseline.output
 
 
+def test_select_on_half_tunes_on_one_half_of_dev_and_chooses_on_the_other(tmp_path, fake_moses, model):
+    """--select-on half: mosesrnn's MERT tunes the rescored stage and its control on the dev lists' odd lines alone;
+    every stage (the Moses-tuned ones by their dev decode's 1-best) is measured on the even lines with the same test,
+    and the report's headline is the stage of the highest mean there, with its test BLEU."""
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "2", "--select-on", "half")
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    work = tmp_path / "work"
+    assert json.loads((work / "plan.json").read_text())["select_on"] == "half"
+    report = read_report(str(work / "report.json"))
+    stages = {stage.name: stage for stage in report.stages}
+    tune_half, held_out = list(range(0, 13, 2)), list(range(1, 13, 2))
+    for files, weights in (("system-run1.dev.nbest", "system-run1.retuned.weights"),
+                           ("system-run2.dev.nbest.rescored.gz", "system-run2.rescored.weights")):
+        run = 1 if "run1" in files else 2
+        init = str(work / f"system-run{run}" / "moses.ini")
+        on_half = mert_nbest_files([str(work / files)], [str(tmp_path / "dev.fr")], init, "none", MertOptions(seed=run),
+                                   tune_half)
+        assert weights_text(named_weights(on_half.groups, on_half.weights)) == (work / weights).read_text()
+    references = (tmp_path / "dev.fr").read_text(encoding="utf-8").splitlines()
+    held_references = [references[at] for at in held_out]
+
+    def held(path: str) -> list[str]:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        return [lines[at] for at in held_out]
+
+    assert stages["baseline"].dev_hypotheses == tuple(str(work / f"baseline-run{k}.dev.hyp") for k in (1, 2))
+    assert stages["rescored"].dev_hypotheses == tuple(str(work / f"system-run{k}.rescored.dev.hyp") for k in (1, 2))
+    with rerank(str(work / "system-run1.dev.nbest.rescored.gz"),
+                read_weights(str(work / "system-run1.rescored.weights"))) as texts:
+        assert list(texts) == (work / "system-run1.rescored.dev.hyp").read_text(encoding="utf-8").splitlines()
+    for stage in report.stages:
+        by_hand = [sacrebleu.corpus_bleu(held(path), [held_references], tokenize="none", force=True).score
+                   for path in stage.dev_hypotheses]
+        assert list(stage.dev_bleu) == pytest.approx(by_hand, abs=1e-9), stage.name
+    rescored, control, base = stages["rescored"], stages["retuned"], stages["baseline"]
+    for other, (delta, p_value) in ((base, (rescored.dev_delta, rescored.dev_p_value)),
+                                    (control, (rescored.dev_control_delta, rescored.dev_control_p_value))):
+        expected = paired_p_value(held(rescored.dev_hypotheses[median_run(rescored.dev_bleu)]),
+                                  held(other.dev_hypotheses[median_run(other.dev_bleu)]), held_references, "none")
+        assert p_value == expected[1]
+        assert delta == pytest.approx(statistics.mean(rescored.dev_bleu) - statistics.mean(other.dev_bleu))
+    assert rescored.dev_pairs == rescored.dev_control_pairs == 4 and base.dev_delta is None
+    chosen = max(report.stages, key=lambda stage: statistics.mean(stage.dev_bleu))
+    assert report.selection == {"on": "half", "tuned_on": 7, "held_out": 6, "chosen": chosen.name}
+    first = result.stdout.splitlines()[0]
+    assert first.startswith(f"**Chosen on the held-out dev half: {chosen.name}** ({chosen.about}): dev-half BLEU "
+                            f"{statistics.mean(chosen.dev_bleu):.2f} ± "), first
+    assert f"its test BLEU {statistics.mean(chosen.bleu):.2f} ± " in first
+    assert "| dev-half BLEU (mean ± std) | dev-half runs |" in result.stdout
+    assert "baseline, system: tuned by mert-moses.pl on the whole dev set" in result.stdout
+    assert (work / "report.md").read_text(encoding="utf-8") == result.stdout
+    shown = CliRunner().invoke(main, ["mert-report", str(work)])
+    assert shown.exit_code == 0 and first in shown.output, shown.output
+    dry = CliRunner().invoke(main, args + ["--dry-run"])
+    assert "# --select-on half: every mosesrnn mert above tunes on the dev lists' odd lines" in dry.stdout
+
+
+def test_select_on_half_takes_the_runs_of_a_tuning_without_it(tmp_path, fake_moses, model):
+    """The Moses MERT runs, decodes and lists of a tuning without a selection serve one with it; their controls,
+    tuned on the whole dev lists, do not: they are tuned again on the half."""
+    pruned = tmp_path / "pruned.ini"
+    pruned.write_bytes(INI.read_bytes())
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1", "--also", "pruned", str(pruned))
+    assert CliRunner().invoke(main, first).exit_code == 0
+    lender, again = tmp_path / "work", tmp_path / "again"
+    done = len(calls(tmp_path))
+    result = CliRunner().invoke(main, _tune_into(again, first, ("--runs-from", str(lender)), ("--select-on", "half")))
+    assert result.exit_code == 0, result.output
+    assert (again / "system-run1.dev.nbest").is_symlink() and not (again / "system-run1.retuned.weights").is_symlink()
+    decodes = [call for call in calls(tmp_path)[done:] if "-input-file" in call]
+    # the dev sets of the baseline and of pruned, 1-best: nothing else is decoded
+    assert sorted(call.split()[2].split("/")[-2] for call in decodes) == ["baseline-run1", "pruned-run1"]
+    assert all(call.endswith("dev.en") for call in decodes)
+    assert read_report(str(again / "report.json")).selection["chosen"]
+
+
 def test_dry_run_prints_every_command(tmp_path, fake_moses, model):
     result = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--dry-run", "--runs", "2"))
     assert result.exit_code == 0, result.output
@@ -408,7 +486,7 @@ def test_help_explains_every_option():
     for option in ("--work-dir", "--runs", "--threads", "--moses-bin", "--moses-scripts", "--mertdir", "--batch-mira",
                    "--nbest", "--maximum-iterations", "--return-best-dev", "--test-src", "--test-ref", "--baseline",
                    "--tokenize", "--dry-run", "--rescore", "--rescore-baseline", "--lm", "--model", "--reverse-model",
-                   "--vocab", "--nbest-size"):
+                   "--vocab", "--nbest-size", "--select-on", "--runs-from"):
         assert option in text
 
 

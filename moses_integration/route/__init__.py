@@ -28,14 +28,14 @@ from typing import Callable
 
 from ..mert_moses import MertSetupError, find_tools
 from .checks import plan_problems
-from .plan import RouteOptions, RoutePlan, StageFiles, stage_files
+from .plan import SELECT_ON, RouteOptions, RoutePlan, StageFiles, stage_files
 from .report import build_report, compare_with
 from .report_file import RouteReport, StageResult, markdown, read_report, write_report
 from .stages import dry_run_commands, rescore_run, run_route
 
-__all__ = ["RouteOptions", "RoutePlan", "RouteReport", "StageFiles", "StageResult", "build_report", "compare_with",
-           "dry_run_commands", "markdown", "plan_problems", "read_report", "rescore_run", "run_route", "stage_files",
-           "tune", "write_report"]
+__all__ = ["SELECT_ON", "RouteOptions", "RoutePlan", "RouteReport", "StageFiles", "StageResult", "build_report",
+           "compare_with", "dry_run_commands", "markdown", "plan_problems", "read_report", "rescore_run", "run_route",
+           "stage_files", "tune", "write_report"]
 
 
 def tune(options: RouteOptions, log: Callable[[str], None], dry_run: bool = False) -> str:

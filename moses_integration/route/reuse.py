@@ -41,10 +41,11 @@ def reused_files(plan: RoutePlan, system: str, run: int) -> list[tuple[str, str]
         lists = all(os.path.isfile(getattr(there, name)) for name in ("test_nbest", "dev_nbest"))
         if lists and (not plan.word_alignments(system) or _has_word_alignments(there.dev_nbest)):
             names += ["test_hyp", "test_nbest", "dev_hyp", "dev_nbest"]
-            if saved.get("tokenize") == plan.tokenize:  # the control: the same lists through the same MERT
-                names += ["retuned_weights", "retuned_hyp"]
+            # the control: the same lists through the same MERT, on the same sentences
+            if saved.get("tokenize") == plan.tokenize and saved.get("select_on", "none") == plan.select_on:
+                names += ["retuned_weights", "retuned_hyp"] + (["retuned_dev_hyp"] if plan.selecting() else [])
     elif os.path.isfile(there.test_hyp):
-        names.append("test_hyp")
+        names += ["test_hyp"] + (["dev_hyp"] if plan.selecting() else [])
     pairs = [(getattr(here, name), getattr(there, name)) for name in names + ["mert_dir"]]
     pairs = [(a + ".log", b + ".log") for a, b in pairs if a.endswith((".hyp", here.mert_dir))] + pairs
     # the run's folder last: until it is linked, the run is not here, and a stopped linking starts again
