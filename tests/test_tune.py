@@ -32,7 +32,7 @@ from moses_integration.mert_moses import MertSettings, find_tools, mert_command,
 from moses_integration.mert_report import weights_table
 from moses_integration.nplm_check import heap_disagreements, nplm_feature_names
 from moses_integration.route import RouteOptions
-from moses_integration.route.report_file import read_report
+from moses_integration.route.report_file import markdown, read_report
 from mosesrnn.cli import main
 from mosesrnn.formats.moses_ini import read_weights, weights_text
 from mosesrnn.formats.nbest import read_nbest
@@ -627,6 +627,42 @@ def test_a_report_travels_with_its_folder(tmp_path, fake_moses, model, monkeypat
     result = CliRunner().invoke(main, ["mert-report", str(tmp_path / "elsewhere" / "copy"), "--against", "system"])
     assert result.exit_code == 0, result.output
     assert "| Δ vs system |" in result.stdout
+
+
+def test_a_report_is_published_without_machine_paths_and_reads_back(tmp_path, fake_moses, model, monkeypatch):
+    """mert-report --publish: report.json and plan.json with every absolute path relative to the folder the tuning
+    ran in, report.md rendered from them; read back from that folder, the translations are found."""
+    monkeypatch.chdir(tmp_path)
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "2", "--select-on", "half")
+    assert CliRunner().invoke(main, args).exit_code == 0
+    published = tmp_path / "repo" / "docs" / "results" / "example"
+    result = CliRunner().invoke(main, ["mert-report", str(tmp_path / "work"), "--publish", str(published)])
+    assert result.exit_code == 0, result.output
+    assert sorted(path.name for path in published.iterdir()) == ["plan.json", "report.json", "report.md"]
+    assert "now write " + str(published / "COMMANDS.md") in result.output
+
+    def strings(value):
+        if isinstance(value, dict):
+            return [*value, *(s for item in value.values() for s in strings(item))]
+        return [s for item in value for s in strings(item)] if isinstance(value, list) else [value]
+
+    for name in ("report.json", "plan.json"):
+        text = (published / name).read_text(encoding="utf-8")
+        assert str(tmp_path) not in text, name
+        assert not [s for s in strings(json.loads(text)) if isinstance(s, str) and s.startswith("/")], name
+    record = json.loads((published / "report.json").read_text(encoding="utf-8"))
+    assert record["test"]["reference"] == "test.fr"
+    assert record["stages"][0]["hypotheses"][0] == "work/baseline-run1.test.hyp"
+    report = read_report(str(published / "report.json"))
+    original = read_report(str(tmp_path / "work" / "report.json"))
+    assert [stage.bleu for stage in report.stages] == [stage.bleu for stage in original.stages]
+    assert (published / "report.md").read_text(encoding="utf-8") == markdown(report)
+    assert str(tmp_path) not in (published / "report.md").read_text(encoding="utf-8")
+    again = CliRunner().invoke(main, ["mert-report", str(published), "--against", "system"])  # from where it ran
+    assert again.exit_code == 0 and "| Δ vs system |" in again.stdout, again.output
+    alone = CliRunner().invoke(main, ["mert-report", str(tmp_path / "work"), "--publish", str(published), "--against",
+                                      "system"])
+    assert alone.exit_code == 2 and "--publish goes alone" in alone.output
 
 
 def _tune_into(folder: Path, args: list[str], *options: tuple[str, str]) -> list[str]:

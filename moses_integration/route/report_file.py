@@ -29,7 +29,7 @@ from mosesrnn.tuning.significance import mean_std
 from .plan import CONTROL_STAGES, RESCORED_STAGES
 
 __all__ = ["REPORT_JSON", "REPORT_MD", "StageResult", "RouteReport", "chosen_stage", "write_report", "read_report",
-           "markdown"]
+           "report_columns", "stage_cells", "column_keys", "markdown"]
 
 FORMAT, VERSION = "mosesrnn-tuning-report", 1
 #: The report's files in the working folder.
@@ -95,10 +95,11 @@ def chosen_stage(report: RouteReport) -> StageResult | None:
     return max(report.stages, key=lambda stage: mean_std(stage.dev_bleu)[0])
 
 
-def write_report(path: str, report: RouteReport) -> None:
+def write_report(path: str, report: RouteReport, relative_to: str | None = None) -> None:
     """Write ``report`` as JSON (whole or not at all), the translations it names relative to its own folder, so
-    that the folder reads back from anywhere, and copied elsewhere."""
-    folder = os.path.dirname(os.path.abspath(path))
+    that the folder reads back from anywhere, and copied elsewhere (given ``relative_to``, relative to that folder
+    instead: a report published away from its tuning, read back from where the tuning ran)."""
+    folder = relative_to or os.path.dirname(os.path.abspath(path))
     stages = []
     for stage in report.stages:
         record = {**asdict(stage), "hypotheses": [_relative(h, folder) for h in stage.hypotheses],
@@ -153,16 +154,83 @@ def _number(value: float | None, digits: int = 2, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
-def _compared(delta: float | None, p_value: float | None, agreeing: int | None, pairs: int | None) -> str:
-    """The cells ``Δ | p | pairs |`` of one comparison."""
-    return f" {_number(delta, sign=True)} | {_number(p_value, 4)} | {f'{agreeing} of {pairs}' if pairs else '-'} |"
+def _pairs(agreeing: int | None, pairs: int | None) -> str:
+    return f"{agreeing} of {pairs}" if pairs else "-"
 
 
-def _bleu_cells(bleu: tuple[float, ...]) -> str:
-    """The cells ``mean ± std | runs |`` of BLEU per run."""
+def _bleu(bleu: tuple[float, ...]) -> tuple[str, str]:
+    """The cells mean ± std and runs of BLEU per run."""
     mean, std = mean_std(bleu)
     spread = f" ± {std:.2f}" if std is not None else " (1 run)"
-    return f" {mean:.2f}{spread} | {', '.join(f'{b:.2f}' for b in bleu)} |"
+    return f"{mean:.2f}{spread}", ", ".join(f"{b:.2f}" for b in bleu)
+
+
+def report_columns(report: RouteReport, reference: str = "baseline") -> list[tuple[str, str]]:
+    """``(key, header)`` of each column of the report's table after the stage's: the test set's (``test``, ``test
+    runs``, ``test Δ``, ``test p``, ``test pairs``, then with controls ``test control Δ`` ...), with a selection the
+    held-out dev half's (the same keys with ``dev``), then ``shares``, ``iterations``, ``decoding``."""
+    with_controls = any(stage.control for stage in report.stages)
+    columns = []
+    for part, heads in (("test", ("test BLEU (mean ± std)", "runs", "p (median runs)")),
+                        ("dev", ("dev-half BLEU (mean ± std)", "dev-half runs", "p"))):
+        if part == "dev" and report.selection is None:
+            continue
+        columns += [(part, heads[0]), (f"{part} runs", heads[1]), (f"{part} Δ", f"Δ vs {reference}"),
+                    (f"{part} p", heads[2]), (f"{part} pairs", "pairs")]
+        if with_controls:
+            columns += [(f"{part} control Δ", "Δ vs its control"), (f"{part} control p", "p"),
+                        (f"{part} control pairs", "pairs")]
+    return columns + [("shares", "new weights (share of L1)"), ("iterations", "iterations"),
+                      ("decoding", "decoding (sent./s)")]
+
+
+def stage_cells(stage: StageResult) -> dict[str, str]:
+    """Each cell of ``stage``'s row of the report's table, by the keys of :func:`report_columns`, as the report
+    writes it (2 decimals for BLEU and Δ, 4 for p, ``A of B`` run pairs, ``-`` where there is nothing)."""
+    cells = {"shares": ", ".join(f"{name} {share:+.3f}" for name, share in stage.weight_shares.items()) or "-",
+             "iterations": ", ".join(map(str, stage.iterations)) or "-",
+             "decoding": _number(stage.sentences_per_second, 1)}
+    for part, bleu, compared in (
+            ("test", stage.bleu, ((stage.delta, stage.p_value, stage.pairs_agreeing, stage.pairs),
+                                  (stage.control_delta, stage.control_p_value, stage.control_pairs_agreeing,
+                                   stage.control_pairs))),
+            ("dev", stage.dev_bleu, ((stage.dev_delta, stage.dev_p_value, stage.dev_pairs_agreeing, stage.dev_pairs),
+                                     (stage.dev_control_delta, stage.dev_control_p_value,
+                                      stage.dev_control_pairs_agreeing, stage.dev_control_pairs)))):
+        if bleu:
+            cells[part], cells[f"{part} runs"] = _bleu(bleu)
+        for prefix, (delta, p_value, agreeing, pairs) in zip((f"{part} ", f"{part} control "), compared):
+            cells.update({f"{prefix}Δ": _number(delta, sign=True), f"{prefix}p": _number(p_value, 4),
+                          f"{prefix}pairs": _pairs(agreeing, pairs)})
+    return cells
+
+
+def column_keys(headers: list[str]) -> list[str | None]:
+    """The key (:func:`report_columns`) of each header of a table copied from a report's, some columns left out,
+    read left to right as the report writes them: ``Δ``, ``p`` and ``pairs`` belong to the BLEU column before them
+    (test or dev half) and to the last ``Δ vs`` (the reference stage, or ``its control``). None: the stage's column,
+    or a header no report writes."""
+    keys, part, against = [], "test", ""
+    for header in (header.strip().lower() for header in headers):
+        key = None
+        if header.startswith("dev-half"):
+            part, against = "dev", ""
+            key = "dev runs" if header == "dev-half runs" else "dev" if "mean" in header else None
+        elif header in ("test bleu (mean ± std)", "runs"):
+            part, against = "test", ""
+            key = "test" if "mean" in header else "test runs"
+        elif header.startswith("δ vs "):
+            against = "control " if header == "δ vs its control" else ""
+            key = f"{part} {against}Δ"
+        elif header == "pairs":
+            key = f"{part} {against}pairs"
+        elif header in ("p", "p (median runs)"):
+            key = f"{part} {against}p"
+        else:
+            key = {"new weights (share of l1)": "shares", "iterations": "iterations",
+                   "decoding (sent./s)": "decoding"}.get(header)
+        keys.append(key)
+    return keys
 
 
 def markdown(report: RouteReport, reference: str = "baseline") -> str:
@@ -171,27 +239,11 @@ def markdown(report: RouteReport, reference: str = "baseline") -> str:
     the stage chosen on the held-out dev half, with its test BLEU."""
     with_controls = any(stage.control for stage in report.stages)
     selecting = report.selection is not None
-    control_head = " Δ vs its control | p | pairs |" if with_controls else ""
-    dev_head = (f" dev-half BLEU (mean ± std) | dev-half runs | Δ vs {reference} | p | pairs |{control_head}"
-                if selecting else "")
-    rows = [f"| stage | test BLEU (mean ± std) | runs | Δ vs {reference} | p (median runs) | pairs |{control_head}"
-            f"{dev_head} new weights (share of L1) | iterations | decoding (sent./s) |",
-            "|---|---|---|---|---|---|" + ("---|---|---|" if with_controls else "")
-            + (("---|---|---|---|---|" + ("---|---|---|" if with_controls else "")) if selecting else "")
-            + "---|---|---|"]
+    columns = report_columns(report, reference)
+    rows = ["| stage | " + " | ".join(header for _, header in columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for stage in report.stages:
-        shares = ", ".join(f"{name} {share:+.3f}" for name, share in stage.weight_shares.items()) or "-"
-        control = _compared(stage.control_delta, stage.control_p_value, stage.control_pairs_agreeing,
-                            stage.control_pairs) if with_controls else ""
-        dev = ""
-        if selecting:
-            dev = _bleu_cells(stage.dev_bleu) + _compared(stage.dev_delta, stage.dev_p_value, stage.dev_pairs_agreeing,
-                                                          stage.dev_pairs)
-            dev += _compared(stage.dev_control_delta, stage.dev_control_p_value, stage.dev_control_pairs_agreeing,
-                             stage.dev_control_pairs) if with_controls else ""
-        against = _compared(stage.delta, stage.p_value, stage.pairs_agreeing, stage.pairs)
-        rows.append(f"| {stage.name}: {stage.about} |{_bleu_cells(stage.bleu)}{against}{control}{dev} {shares} "
-                    f"| {', '.join(map(str, stage.iterations)) or '-'} | {_number(stage.sentences_per_second, 1)} |")
+        cells = stage_cells(stage)
+        rows.append(f"| {stage.name}: {stage.about} | " + " | ".join(cells[key] for key, _ in columns) + " |")
     note = (f"\nTest BLEU on {report.test.get('sentences')} sentences ({report.test.get('source')}), sacreBLEU "
             f"{report.sacrebleu}; tuned on {report.dev.get('sentences')} dev sentences, {report.runs} MERT runs per "
             f"stage. p: paired approximate randomisation between the median runs (10,000 samples); pairs: of the run "

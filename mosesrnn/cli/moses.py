@@ -16,7 +16,9 @@ from moses_integration.binarize import FORMATS, binarize_table, binarized_path
 from moses_integration.ini_update import update_moses_ini
 from moses_integration.mert_report import report_work_dir
 from moses_integration.new_columns import DEFAULT_WEIGHTS
-from moses_integration.route.report_file import REPORT_JSON
+from moses_integration.route.plan import PLAN
+from moses_integration.route.published import COMMANDS, publish_report
+from moses_integration.route.report_file import REPORT_JSON, REPORT_MD
 from moses_integration.tools import MosesToolError, format_command
 
 from ..bilm.config import EXPORT_FILES as JOINT_EXPORT_FILES
@@ -38,6 +40,8 @@ from .paths import (
 __all__ = ["MosesCommand", "moses_ini", "binarize", "tune", "mert_report"]
 
 log = logging.getLogger("mosesrnn")
+#: What ``mert-report --publish`` writes into its folder.
+PUBLISHED = (REPORT_JSON, PLAN, REPORT_MD)
 #: sacreBLEU's tokenizers, for --tokenize.
 BLEU_TOKENIZERS = tuple(sorted(BLEU.TOKENIZERS))
 
@@ -329,19 +333,33 @@ def tune(dry_run, quiet, **options):
 @click.option("-o", "--output", type=OUTPUT,
               help="With --apply: the new moses.ini ('-' for stdout, the report then on stderr; written whole or "
                    "not at all; never over --ini).")
-def mert_report(work_dir, dev_ref, tokenize, which, against, full_ini, output):
+@click.option("--publish", metavar="DIR", type=output_folder_writing(*PUBLISHED),
+              help="Copy the report of the finished `mosesrnn tune` in WORK_DIR into DIR (docs/results/NAME, to "
+                   "commit): report.json and plan.json with every absolute path written relative to the current "
+                   "directory (run it from the folder the tuning's commands ran in), and report.md rendered from them. "
+                   "Add DIR/COMMANDS.md with the exact commands: every BLEU table of the docs names such a folder.")
+def mert_report(work_dir, dev_ref, tokenize, which, against, full_ini, output, publish):
     """Report a finished or stopped tuning in WORK_DIR, and apply one of its iterations.
 
     WORK_DIR is a mert-moses.pl working directory, or one of `mosesrnn tune` holding one per run. For
     a finished `mosesrnn tune` it shows the report again (its table, from WORK_DIR/report.json). For each
     iteration K of each run it prints the weights of runK.moses.ini and the dev BLEU: the optimiser's
-    estimate from run(K-1).mert.log and, with --dev-ref, that of runK.out.
+    estimate from run(K-1).mert.log and, with --dev-ref, that of runK.out. With --publish, it copies a finished
+    tuning's report where it is committed, instead (docs/results/README.md).
 
     \b
     Example:
       mosesrnn mert-report tune/
       mosesrnn mert-report tune/system-run2 --dev-ref dev.fr --apply best --ini moses.rnn.ini -o moses.tuned.ini
+      mosesrnn mert-report tune-ladder/ --publish $REPO/docs/results/ladder
     """
+    if publish is not None:
+        if any(value is not None for value in (dev_ref, which, against, full_ini, output)):
+            raise click.UsageError("--publish goes alone: it copies the report as `mosesrnn tune` wrote it")
+        for path in publish_report(work_dir, publish, os.getcwd()):
+            click.echo(f"wrote {path}", err=True)
+        click.echo(f"now write {os.path.join(publish, COMMANDS[0])}: the exact commands, from {os.getcwd()}", err=True)
+        return
     if which is not None and (full_ini is None or output is None):
         raise click.UsageError("--apply needs --ini (the full moses.ini) and -o (the new one)")
     if which is None and (full_ini is not None or output is not None):
