@@ -14,11 +14,15 @@ columns, then the others), the stages are:
    MERT, starting from the tuned ini's weights; ``rerank`` picks the test translations
    (``SYSTEM-runK.rescored.test.hyp``); the control re-tunes and reranks the same lists without the features
    (``SYSTEM-runK.retuned.test.hyp``). With ``baseline_control``, the baseline's lists get the control alone.
+   With ``select_on`` half, mosesrnn's MERT tunes on one half of the dev lists, and every stage is measured on
+   the other half too (each system's dev decode, each rescored stage's and control's reranked dev list): the
+   report's headline is the stage chosen there.
 
 Its modules, each importing only those after it: :mod:`.checks` (everything that stops it from starting),
 :mod:`.stages` (running them, or a dry run's commands), :mod:`.made_with` (what each run was made with, by
 content: a run is continued or lent only while that is the same), :mod:`.report` (measuring every stage on the
-test set), written as :mod:`.report_file` (``report.json``, ``report.md``), :mod:`.reuse` (another tuning's runs,
+test set), :mod:`.published` (a finished report copied where it is committed, ``docs/results/NAME``),
+:mod:`.report_file` (the report's files, ``report.json``, ``report.md``), :mod:`.reuse` (another tuning's runs,
 ``--runs-from``), :mod:`.plan` (what the tuning is of, saved and read as ``plan.json``, where each run keeps its
 files).
 """
