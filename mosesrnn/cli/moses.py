@@ -299,7 +299,7 @@ def tune(dry_run, quiet, **options):
     stopped MERT run after its last finished iteration).
 
     \b
-    Example: the route of README's Table 1
+    Example: the route of the paper's Table 1 (baseline, +RNN columns, +CSLM rescoring, each with its control)
       mosesrnn tune dev.en dev.fr moses.rnn.ini --baseline moses.abs.ini --test-src test.en --test-ref test.fr \\
           --rescore cslm --rescore-baseline cslm --lm $PWD/lm/best.pt --runs 3 --work-dir tune/
     Example: the stage chosen on a held-out dev half, the MERT runs taken from tune/ (the same inis, by content)
