@@ -5,8 +5,9 @@ not the ini's folder. mert-moses.pl decodes inside its working directory, where 
 :func:`absolute_paths` writes every one as an absolute path, resolved against the current
 directory (as Moses would, run from here) or a directory given.
 
-The paths are the ``path=`` arguments of ``[feature]`` lines and the file field of the legacy
-sections (``[ttable-file]``, ``[lmodel-file]``, ``[distortion-file]``, ``[generation-file]``).
+The paths are the ``path=`` arguments of ``[feature]`` lines (and a BilingualNPLM's ``source_vocab=``
+and ``target_vocab=``, which Moses opens as given too) and the file field of the legacy sections
+(``[ttable-file]``, ``[lmodel-file]``, ``[distortion-file]``, ``[generation-file]``).
 Paths holding a ``$`` placeholder (``${MODEL_PATH}/...``, as in Moses' regression tests) and
 other ``key=`` arguments are left alone.
 """
@@ -19,9 +20,11 @@ from typing import Iterator, Sequence
 
 from mosesrnn.formats.moses_ini import IniLine, parse_ini, replace_tokens, split_comment
 
-__all__ = ["LEGACY_PATH_FIELDS", "IniPath", "PathChange", "file_paths", "is_relative", "check_no_space",
+__all__ = ["FILE_KEYS", "LEGACY_PATH_FIELDS", "IniPath", "PathChange", "file_paths", "is_relative", "check_no_space",
            "absolute_paths"]
 
+#: The arguments of a ``[feature]`` line that name a file.
+FILE_KEYS = ("path", "source_vocab", "target_vocab")
 #: Legacy sections naming a file on each line, and the index of the path among the line's fields.
 LEGACY_PATH_FIELDS = {"ttable-file": 4, "lmodel-file": 3, "distortion-file": 3, "generation-file": 3}
 
@@ -52,8 +55,9 @@ def file_paths(lines: Sequence[IniLine]) -> Iterator[IniPath]:
         tokens = line.value.split()
         if line.section == "feature":
             for index, token in enumerate(tokens[1:], start=1):
-                if token.startswith("path="):
-                    yield IniPath(line, index, token, token[len("path="):])
+                key, equals, path = token.partition("=")
+                if equals and key in FILE_KEYS:
+                    yield IniPath(line, index, token, path)
         elif line.section in LEGACY_PATH_FIELDS and len(tokens) > LEGACY_PATH_FIELDS[line.section]:
             index = LEGACY_PATH_FIELDS[line.section]
             yield IniPath(line, index, tokens[index], tokens[index])

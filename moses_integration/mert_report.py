@@ -69,14 +69,18 @@ def _natural(name: str) -> tuple:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
 
 
+def _found_tunings(work_dir: str) -> list[str]:
+    """``[work_dir]`` if it is a mert-moses.pl working directory, else its subfolders that are (maybe none)."""
+    if _iteration_numbers(work_dir):
+        return [work_dir]
+    return [os.path.join(work_dir, name) for name in sorted(os.listdir(work_dir), key=_natural)
+            if os.path.isdir(os.path.join(work_dir, name)) and _iteration_numbers(os.path.join(work_dir, name))]
+
+
 def tuning_dirs(work_dir: str) -> list[str]:
     """``work_dir`` if it is a mert-moses.pl working directory, else its subfolders that are
     (``run1``, ``run2``, ``baseline-run1``... as ``mosesrnn tune`` makes them)."""
-    if _iteration_numbers(work_dir):
-        return [work_dir]
-    found = [os.path.join(work_dir, name) for name in sorted(os.listdir(work_dir), key=_natural)
-             if os.path.isdir(os.path.join(work_dir, name))
-             and _iteration_numbers(os.path.join(work_dir, name))]
+    found = _found_tunings(work_dir)
     if not found:
         raise ValueError(f"{work_dir}: no run*.moses.ini here or in its subfolders: not a mert-moses.pl "
                          "working directory, or it stopped before its first iteration")
@@ -211,6 +215,8 @@ def report_work_dir(work_dir: str, show: Callable[[str], None], dev_ref: str | N
         show(markdown(route, against or "baseline"))
     elif against is not None:
         raise ValueError(f"--against compares the stages of a `mosesrnn tune` report: {report} is missing")
+    if os.path.isfile(report) and which is None and not _found_tunings(work_dir):
+        return None  # a published report (docs/results/NAME): its runs stayed where the tuning ran
     tunings = [read_tuning(directory, dev_ref, tokenize) for directory in tuning_dirs(work_dir)]
     if which is not None and len(tunings) > 1:
         raise ValueError(f"{work_dir} holds {len(tunings)} tunings: --apply to one of them, e.g. {tunings[0].path}")

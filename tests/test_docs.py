@@ -1,5 +1,7 @@
 """The README and docs/ stay true: every relative link leads somewhere, every command and benchmark shown
-exists with its options, and every table of figures names the command that made it."""
+exists with its options, every table of figures names the command that made it, and every BLEU table names
+the committed report its figures come from (``docs/results/NAME``), each figure equal to the report's, or says
+that it cannot be checked."""
 from __future__ import annotations
 
 import ast
@@ -10,6 +12,8 @@ from pathlib import Path
 import click
 import pytest
 
+from moses_integration.route.published import COMMANDS
+from moses_integration.route.report_file import column_keys, markdown, read_report, stage_cells
 from mosesrnn.cli import main
 
 ROOT = Path(__file__).parent.parent
@@ -19,6 +23,10 @@ SPAN = re.compile(r"`([^`]+)`")
 SCRIPT = re.compile(r"benchmarks/[\w-]+\.py")
 FIGURE = re.compile(r"\d[\d,]*\.\d|\d,\d{3}|\d\s*[×%]|±")  # 4.2, 1,324, 5.8×, 37%: figures, not counts
 NOT_MEASURED = re.compile(r"<!-- not a measurement: .+ -->")
+#: The line above a table whose figures come from a committed report, and above one whose report is lost.
+REPORT = re.compile(r"<!-- report: (docs/results/[\w.+-]+) -->")
+UNVERIFIABLE = re.compile(r"<!-- unverifiable: .+ -->")
+RESULTS = ROOT / "docs" / "results"
 WRAPPERS = ("taskset", "nice", "flock", "time", "/usr/bin/time", "torchrun")  # run the command that follows
 
 
@@ -199,3 +207,152 @@ def test_the_pages_show_commands():
 
 def test_the_readme_reads_in_five_minutes():
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 300
+
+
+# -- every BLEU table from a committed report ------------------------------------------------------------
+
+
+def cells(row: str) -> list[str]:
+    """The cells of a Markdown table row (``\\|`` inside a cell kept)."""
+    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", row.strip())[1:-1]]
+
+
+def line_above(before: str) -> str:
+    return before.rstrip().rpartition("\n")[2].strip()
+
+
+def report_table_problems(rows: list[str], before: str, root: Path = ROOT) -> list[str]:
+    """What is wrong with a table whose line above names a report (``<!-- report: docs/results/NAME -->``): each
+    row names a stage of it (its first cell, up to a colon: ``rescored: ...``, or ``**`rescored`**: ...``), and
+    each of its other cells is the report's own, under a header of the report's table (:func:`column_keys`:
+    BLEU per run, mean ± std, Δ, p, pairs, on the test set and the held-out dev half, weights, iterations, speed),
+    as the report writes it; a column no report writes may hold no figure."""
+    folder = root / REPORT.fullmatch(line_above(before))[1]
+    if not (folder / "report.json").is_file():
+        return [f"{folder.relative_to(root)}: no report.json"]
+    report = read_report(str(folder / "report.json"))
+    stages = {stage.name: stage for stage in report.stages}
+    headers = cells(rows[0])
+    problems = []
+    for row in rows[2:]:
+        row_cells = cells(row)
+        name = re.sub(r"[*`]", "", row_cells[0]).partition(":")[0].strip()
+        if name not in stages:
+            problems.append(f"{row_cells[0]!r} names no stage of {folder.name}'s report ({', '.join(stages)})")
+            continue
+        expected = stage_cells(stages[name])
+        for header, key, cell in zip(headers[1:], column_keys(headers[1:]), row_cells[1:]):
+            cell = cell.replace("**", "").strip()
+            if key is None:
+                if re.search(r"\d", cell):
+                    problems.append(f"{name}, {header!r}: {cell!r}, in a column that is not the report's")
+            elif cell != expected.get(key):
+                problems.append(f"{name}, {header!r}: {cell!r} in the table, {expected.get(key)!r} in "
+                                f"{folder.name}'s report")
+    return problems
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_every_table_naming_a_report_is_the_reports(page):
+    for rows, before, _ in tables(page):
+        if REPORT.fullmatch(line_above(before)):
+            problems = report_table_problems(rows, before)
+            assert not problems, f"{page.name}: the table {rows[0]}: " + "; ".join(problems)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_every_bleu_table_names_its_report_or_says_it_is_unverifiable(page):
+    """A table of test BLEU has ``<!-- report: docs/results/NAME -->`` on the line above it, or (its report lost)
+    ``<!-- unverifiable: why -->``."""
+    for rows, before, _ in tables(page):
+        if "test bleu" in rows[0].lower():
+            above = line_above(before)
+            assert REPORT.fullmatch(above) or UNVERIFIABLE.fullmatch(above), \
+                f"{page.name}: the BLEU table {rows[0]} names no report (<!-- report: docs/results/NAME -->)"
+
+
+def published_problems(folder: Path) -> list[str]:
+    """What a folder of docs/results lacks: its report.json, plan.json, report.md (the report.json rendered) and
+    commands (COMMANDS.md or commands.sh), and no machine's paths (no absolute path in the JSON files, no home or
+    temporary folder anywhere)."""
+    names = {path.name for path in folder.iterdir()}
+    problems = [f"{folder.name}: no {name}" for name in ("report.json", "plan.json", "report.md") if name not in names]
+    if not names & set(COMMANDS):
+        problems.append(f"{folder.name}: no {' or '.join(COMMANDS)} with the exact commands")
+    if problems:
+        return problems
+    if (folder / "report.md").read_text(encoding="utf-8") != markdown(read_report(str(folder / "report.json"))):
+        problems.append(f"{folder.name}/report.md is not its report.json's (mosesrnn mert-report WORK --publish)")
+    for path in sorted(folder.iterdir()):
+        text = path.read_text(encoding="utf-8")
+        if re.search(r'"/[^"]*"', text) if path.suffix == ".json" else re.search(r"(?<![\w$})])/(?:root|home|tmp|"
+                                                                                  r"Users|mnt|scratch)/", text):
+            problems.append(f"{folder.name}/{path.name} holds a machine's path")
+    return problems
+
+
+def test_every_published_report_is_whole_and_holds_no_machine_paths():
+    folders = [folder for folder in sorted(RESULTS.iterdir()) if folder.is_dir()] if RESULTS.is_dir() else []
+    assert [problem for folder in folders for problem in published_problems(folder)] == []
+
+
+def test_a_doctored_table_is_caught(tmp_path):
+    """The check of a table against its report: the report's own figures pass, each figure changed fails, naming
+    the stage, the column and both figures."""
+    from moses_integration.route.report_file import RouteReport, StageResult, write_report
+    stage = StageResult  # the figures of a report with a selection, a control and a baseline
+    report = RouteReport("nrefs:1", {"source": "dev.en", "reference": "dev.fr", "sentences": 10},
+                         {"source": "test.en", "reference": "test.fr", "sentences": 10}, 3, (
+        stage("baseline", "moses.ini as given", (44.36, 44.48, 44.16), ("b1", "b2", "b3"), (3, 5, 4), {}, 9.5,
+              dev_bleu=(40.0, 40.5, 41.0), dev_hypotheses=("d1", "d2", "d3")),
+        stage("retuned", "the control", (44.36, 44.48, 44.26), ("c1", "c2", "c3"), (1, 1, 1), delta=0.0333,
+              p_value=1.0, pairs_agreeing=0, pairs=9, dev_bleu=(40.1, 40.2, 40.3), dev_hypotheses=("e1", "e2", "e3"),
+              dev_delta=-0.3, dev_p_value=0.5, dev_pairs_agreeing=0, dev_pairs=9),
+        stage("rescored", "rescored with cslm", (46.47, 46.34, 46.01), ("r1", "r2", "r3"), (1, 1, 1),
+              {"CSLM0": 0.057}, delta=1.94, p_value=0.0005, pairs_agreeing=9, pairs=9, control="retuned",
+              control_delta=1.27, control_p_value=0.0267, control_pairs_agreeing=7, control_pairs=9,
+              dev_bleu=(42.0, 42.5, 42.25), dev_hypotheses=("f1", "f2", "f3"), dev_delta=1.75, dev_p_value=0.001,
+              dev_pairs_agreeing=8, dev_pairs=9, dev_control_delta=2.05, dev_control_p_value=0.0002,
+              dev_control_pairs_agreeing=9, dev_control_pairs=9)),
+        selection={"on": "half", "tuned_on": 5, "held_out": 5, "chosen": "rescored"})
+    (tmp_path / "docs" / "results" / "x").mkdir(parents=True)
+    write_report(str(tmp_path / "docs" / "results" / "x" / "report.json"), report)
+    table = [line for line in markdown(report).splitlines() if line.startswith("|")]
+    keep = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]  # every column but the speed
+    page = tmp_path / "page.md"
+
+    def problems(rows: list[str], name: str = "x") -> list[str]:
+        page.write_text(f"# A\n\n<!-- report: docs/results/{name} -->\n" + "\n".join(rows) + "\n")
+        [(found, before, _)] = tables(page)
+        return report_table_problems(found, before, tmp_path)
+
+    def columns(row: str, kept: list[int]) -> str:
+        parts = re.split(r"(?<!\\)\|", row.strip())[1:-1]
+        return "|" + "|".join(parts[at] for at in kept) + "|"
+
+    rows = [columns(row, keep) for row in table]
+    rows[4] = rows[4].replace("| rescored: rescored with cslm |", "| **`rescored`**: the CSLM on the lists |")
+    assert problems(rows) == []
+    assert problems([columns(row, [0, 2, 1, 3]) for row in table]) == []  # any order, any subset
+    for wrong, right, column in (("46.27 ± 0.24", "46.27 ± 0.23", "test BLEU (mean ± std)"),
+                                 ("+1.27", "+1.28", "Δ vs its control"), ("0.0005", "0.0004", "p (median runs)"),
+                                 ("8 of 9 |", "9 of 9 |", "pairs"), ("42.25 ± 0.25", "42.25 ± 0.20", "dev-half BLEU")):
+        doctored = rows[:4] + [rows[4].replace(wrong, right, 1)]
+        assert doctored[4] != rows[4], wrong
+        found = problems(doctored)
+        assert len(found) == 1 and found[0].startswith(f"rescored, '{column}") and repr(right.strip(" |")) in found[0]
+    assert problems(rows[:2] + [rows[3].replace("retuned:", "retuned2:")])[0].startswith("'retuned2: the control' "
+                                                                                          "names no stage")
+    extra = [rows[0] + " BLEU elsewhere |", rows[1] + "---|", rows[3] + " 45.1 |"]
+    assert problems(extra) == ["retuned, 'BLEU elsewhere': '45.1', in a column that is not the report's"]
+    assert problems(rows, "missing") == ["docs/results/missing: no report.json"]
+    folder = tmp_path / "docs" / "results" / "x"
+    (folder / "report.md").write_text(markdown(report), encoding="utf-8")
+    (folder / "plan.json").write_text('{"files": {"ini": ["moses.ini", 10]}}\n', encoding="utf-8")
+    assert published_problems(folder) == ["x: no COMMANDS.md or commands.sh with the exact commands"]
+    (folder / "COMMANDS.md").write_text("mosesrnn tune dev.en dev.fr moses.ini ...\n", encoding="utf-8")
+    assert published_problems(folder) == []
+    (folder / "plan.json").write_text('{"files": {"ini": ["/home/me/moses.ini", 10]}}\n', encoding="utf-8")
+    (folder / "report.md").write_text(markdown(report).replace("44.33", "44.34"), encoding="utf-8")
+    assert published_problems(folder) == ["x/report.md is not its report.json's (mosesrnn mert-report WORK --publish)",
+                                          "x/plan.json holds a machine's path"]

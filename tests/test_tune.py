@@ -32,13 +32,14 @@ from moses_integration.mert_moses import MertSettings, find_tools, mert_command,
 from moses_integration.mert_report import weights_table
 from moses_integration.nplm_check import heap_disagreements, nplm_feature_names
 from moses_integration.route import RouteOptions
-from moses_integration.route.report_file import read_report
+from moses_integration.route.report_file import markdown, read_report
 from mosesrnn.cli import main
 from mosesrnn.formats.moses_ini import read_weights, weights_text
 from mosesrnn.formats.nbest import read_nbest
 from mosesrnn.tuning.bleu import file_bleu
 from mosesrnn.tuning.mert import MertOptions
 from mosesrnn.tuning.nbest_mert import mert_nbest_files
+from mosesrnn.tuning.rerank import rerank
 from mosesrnn.tuning.significance import mean_std, median_run, paired_p_value
 from mosesrnn.tuning.vectors import named_weights
 
@@ -322,6 +323,83 @@ def test_the_baseline_control_alone(tmp_path, fake_moses, model):
     assert no_baseline.exit_code == 2 and "--rescore-baseline needs --baseline" in no_baseline.output
 
 
+def test_select_on_half_tunes_on_one_half_of_dev_and_chooses_on_the_other(tmp_path, fake_moses, model):
+    """--select-on half: mosesrnn's MERT tunes the rescored stage and its control on the dev lists' odd lines alone;
+    every stage (the Moses-tuned ones by their dev decode's 1-best) is measured on the even lines with the same test,
+    and the report's headline is the stage of the highest mean there, with its test BLEU."""
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "2", "--select-on", "half")
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    work = tmp_path / "work"
+    assert json.loads((work / "plan.json").read_text())["select_on"] == "half"
+    report = read_report(str(work / "report.json"))
+    stages = {stage.name: stage for stage in report.stages}
+    tune_half, held_out = list(range(0, 13, 2)), list(range(1, 13, 2))
+    for files, weights in (("system-run1.dev.nbest", "system-run1.retuned.weights"),
+                           ("system-run2.dev.nbest.rescored.gz", "system-run2.rescored.weights")):
+        run = 1 if "run1" in files else 2
+        init = str(work / f"system-run{run}" / "moses.ini")
+        on_half = mert_nbest_files([str(work / files)], [str(tmp_path / "dev.fr")], init, "none", MertOptions(seed=run),
+                                   tune_half)
+        assert weights_text(named_weights(on_half.groups, on_half.weights)) == (work / weights).read_text()
+    references = (tmp_path / "dev.fr").read_text(encoding="utf-8").splitlines()
+    held_references = [references[at] for at in held_out]
+
+    def held(path: str) -> list[str]:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        return [lines[at] for at in held_out]
+
+    assert stages["baseline"].dev_hypotheses == tuple(str(work / f"baseline-run{k}.dev.hyp") for k in (1, 2))
+    assert stages["rescored"].dev_hypotheses == tuple(str(work / f"system-run{k}.rescored.dev.hyp") for k in (1, 2))
+    with rerank(str(work / "system-run1.dev.nbest.rescored.gz"),
+                read_weights(str(work / "system-run1.rescored.weights"))) as texts:
+        assert list(texts) == (work / "system-run1.rescored.dev.hyp").read_text(encoding="utf-8").splitlines()
+    for stage in report.stages:
+        by_hand = [sacrebleu.corpus_bleu(held(path), [held_references], tokenize="none", force=True).score
+                   for path in stage.dev_hypotheses]
+        assert list(stage.dev_bleu) == pytest.approx(by_hand, abs=1e-9), stage.name
+    rescored, control, base = stages["rescored"], stages["retuned"], stages["baseline"]
+    for other, (delta, p_value) in ((base, (rescored.dev_delta, rescored.dev_p_value)),
+                                    (control, (rescored.dev_control_delta, rescored.dev_control_p_value))):
+        expected = paired_p_value(held(rescored.dev_hypotheses[median_run(rescored.dev_bleu)]),
+                                  held(other.dev_hypotheses[median_run(other.dev_bleu)]), held_references, "none")
+        assert p_value == expected[1]
+        assert delta == pytest.approx(statistics.mean(rescored.dev_bleu) - statistics.mean(other.dev_bleu))
+    assert rescored.dev_pairs == rescored.dev_control_pairs == 4 and base.dev_delta is None
+    chosen = max(report.stages, key=lambda stage: statistics.mean(stage.dev_bleu))
+    assert report.selection == {"on": "half", "tuned_on": 7, "held_out": 6, "chosen": chosen.name}
+    first = result.stdout.splitlines()[0]
+    assert first.startswith(f"**Chosen on the held-out dev half: {chosen.name}** ({chosen.about}): dev-half BLEU "
+                            f"{statistics.mean(chosen.dev_bleu):.2f} ± "), first
+    assert f"its test BLEU {statistics.mean(chosen.bleu):.2f} ± " in first
+    assert "| dev-half BLEU (mean ± std) | dev-half runs |" in result.stdout
+    assert "baseline, system: tuned by mert-moses.pl on the whole dev set" in result.stdout
+    assert (work / "report.md").read_text(encoding="utf-8") == result.stdout
+    shown = CliRunner().invoke(main, ["mert-report", str(work)])
+    assert shown.exit_code == 0 and first in shown.output, shown.output
+    dry = CliRunner().invoke(main, args + ["--dry-run"])
+    assert "# --select-on half: every mosesrnn mert above tunes on the dev lists' odd lines" in dry.stdout
+
+
+def test_select_on_half_takes_the_runs_of_a_tuning_without_it(tmp_path, fake_moses, model):
+    """The Moses MERT runs, decodes and lists of a tuning without a selection serve one with it; their controls,
+    tuned on the whole dev lists, do not: they are tuned again on the half."""
+    pruned = tmp_path / "pruned.ini"
+    pruned.write_bytes(INI.read_bytes())
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1", "--also", "pruned", str(pruned))
+    assert CliRunner().invoke(main, first).exit_code == 0
+    lender, again = tmp_path / "work", tmp_path / "again"
+    done = len(calls(tmp_path))
+    result = CliRunner().invoke(main, _tune_into(again, first, ("--runs-from", str(lender)), ("--select-on", "half")))
+    assert result.exit_code == 0, result.output
+    assert (again / "system-run1.dev.nbest").is_symlink() and not (again / "system-run1.retuned.weights").is_symlink()
+    decodes = [call for call in calls(tmp_path)[done:] if "-input-file" in call]
+    # the dev sets of the baseline and of pruned, 1-best: nothing else is decoded
+    assert sorted(call.split()[2].split("/")[-2] for call in decodes) == ["baseline-run1", "pruned-run1"]
+    assert all(call.endswith("dev.en") for call in decodes)
+    assert read_report(str(again / "report.json")).selection["chosen"]
+
+
 def test_dry_run_prints_every_command(tmp_path, fake_moses, model):
     result = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--dry-run", "--runs", "2"))
     assert result.exit_code == 0, result.output
@@ -408,7 +486,7 @@ def test_help_explains_every_option():
     for option in ("--work-dir", "--runs", "--threads", "--moses-bin", "--moses-scripts", "--mertdir", "--batch-mira",
                    "--nbest", "--maximum-iterations", "--return-best-dev", "--test-src", "--test-ref", "--baseline",
                    "--tokenize", "--dry-run", "--rescore", "--rescore-baseline", "--lm", "--model", "--reverse-model",
-                   "--vocab", "--nbest-size"):
+                   "--vocab", "--nbest-size", "--select-on", "--runs-from"):
         assert option in text
 
 
@@ -551,6 +629,42 @@ def test_a_report_travels_with_its_folder(tmp_path, fake_moses, model, monkeypat
     assert "| Δ vs system |" in result.stdout
 
 
+def test_a_report_is_published_without_machine_paths_and_reads_back(tmp_path, fake_moses, model, monkeypatch):
+    """mert-report --publish: report.json and plan.json with every absolute path relative to the folder the tuning
+    ran in, report.md rendered from them; read back from that folder, the translations are found."""
+    monkeypatch.chdir(tmp_path)
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "2", "--select-on", "half")
+    assert CliRunner().invoke(main, args).exit_code == 0
+    published = tmp_path / "repo" / "docs" / "results" / "example"
+    result = CliRunner().invoke(main, ["mert-report", str(tmp_path / "work"), "--publish", str(published)])
+    assert result.exit_code == 0, result.output
+    assert sorted(path.name for path in published.iterdir()) == ["plan.json", "report.json", "report.md"]
+    assert "now write " + str(published / "COMMANDS.md") in result.output
+
+    def strings(value):
+        if isinstance(value, dict):
+            return [*value, *(s for item in value.values() for s in strings(item))]
+        return [s for item in value for s in strings(item)] if isinstance(value, list) else [value]
+
+    for name in ("report.json", "plan.json"):
+        text = (published / name).read_text(encoding="utf-8")
+        assert str(tmp_path) not in text, name
+        assert not [s for s in strings(json.loads(text)) if isinstance(s, str) and s.startswith("/")], name
+    record = json.loads((published / "report.json").read_text(encoding="utf-8"))
+    assert record["test"]["reference"] == "test.fr"
+    assert record["stages"][0]["hypotheses"][0] == "work/baseline-run1.test.hyp"
+    report = read_report(str(published / "report.json"))
+    original = read_report(str(tmp_path / "work" / "report.json"))
+    assert [stage.bleu for stage in report.stages] == [stage.bleu for stage in original.stages]
+    assert (published / "report.md").read_text(encoding="utf-8") == markdown(report)
+    assert str(tmp_path) not in (published / "report.md").read_text(encoding="utf-8")
+    again = CliRunner().invoke(main, ["mert-report", str(published), "--against", "system"])  # from where it ran
+    assert again.exit_code == 0 and "| Δ vs system |" in again.stdout, again.output
+    alone = CliRunner().invoke(main, ["mert-report", str(tmp_path / "work"), "--publish", str(published), "--against",
+                                      "system"])
+    assert alone.exit_code == 2 and "--publish goes alone" in alone.output
+
+
 def _tune_into(folder: Path, args: list[str], *options: tuple[str, str]) -> list[str]:
     """``args`` tuning into ``folder``, each of ``options`` (``(name, value)``) set or added."""
     args = list(args)
@@ -642,6 +756,114 @@ def test_runs_from_another_kind_of_tuning_is_refused_before_any_work(tmp_path, f
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1 and f"tuned none of {other_ini}, {other_ini}" in result.output, result.output
     assert len(calls(tmp_path)) == done and not (tmp_path / "again").exists()
+
+
+def _system_naming(tmp_path: Path) -> tuple[Path, Path]:
+    """A moses.ini whose phrase table is a file of ``tmp_path`` (the stand-in decoder reads neither), and that file."""
+    table = tmp_path / "phrase-table.gz"
+    table.write_bytes(gzip.compress(b"a ||| b ||| 0.5 0.5 0.5 0.5 ||| 0-0 ||| |||\n", mtime=0))
+    ini = tmp_path / "system.ini"
+    ini.write_text(INI.read_text(encoding="utf-8").replace("${MODEL_PATH}/basic-surface-only/phrase-table.gz",
+                                                           str(table)), encoding="utf-8")
+    return ini, table
+
+
+@pytest.mark.parametrize("change", ["moses.ini", "model file", "decoder"])
+def test_runs_made_with_other_content_are_neither_lent_nor_continued(tmp_path, fake_moses, model, change):
+    """A run records the sha256 of what it was made with (made-with.json): a moses.ini edited to the same size, a
+    file it names re-exported, a rebuilt decoder are each refused in one line naming the file, before any work, by
+    --runs-from and by the same command continuing its own folder."""
+    ini, table = _system_naming(tmp_path)
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    first[3] = str(ini)
+    assert CliRunner().invoke(main, first).exit_code == 0
+    lender = tmp_path / "work"
+    record = json.loads((lender / "system-run1" / "made-with.json").read_text())
+    assert {(entry["what"], entry["path"]) for entry in record["files"]} >= {
+        ("the moses.ini", str(ini)), ("the file the moses.ini names", str(table)),
+        ("the decoder", str(fake_moses / "bin" / "moses")), ("the dev source", str(tmp_path / "dev.en"))}
+    args = _tune_into(tmp_path / "again", first, ("--runs-from", str(lender)))
+    assert CliRunner().invoke(main, args + ["--dry-run"]).stdout.count("# linked to") == 2  # all the same: lent
+    if change == "moses.ini":
+        text = ini.read_text(encoding="utf-8")
+        ini.write_text(text.replace("0.00402447", "0.00402448"), encoding="utf-8")
+        assert len(ini.read_text(encoding="utf-8")) == len(text)
+        named, runs = f"the moses.ini {ini}", "system-run1"
+    elif change == "model file":
+        table.write_bytes(gzip.compress(b"a ||| b ||| 0.5 0.5 0.5 0.6 ||| 0-0 ||| |||\n", mtime=0))
+        named, runs = f"the file the moses.ini names {table}", "system-run1"
+    else:
+        decoder = fake_moses / "bin" / "moses"
+        decoder.write_text(decoder.read_text() + "# rebuilt\n")
+        named, runs = f"the decoder {decoder}", "baseline-run1, system-run1"
+    done = len(calls(tmp_path))
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert result.output.strip() == (f"Error: cannot start tuning: --runs-from {lender}: {named} changed since {runs} "
+                                     f"were made (each run's made-with.json): its runs cannot serve this tuning; tune "
+                                     f"without --runs-from"), result.output
+    assert len(calls(tmp_path)) == done and not (tmp_path / "again").exists()
+    again = CliRunner().invoke(main, first)  # the tuning's own folder: not continued with other files either
+    assert again.exit_code == 1 and f"{lender}: {named} changed since {runs} were made" in again.output, again.output
+    assert len(calls(tmp_path)) == done
+
+
+def test_runs_without_a_record_continue_here_but_are_not_lent(tmp_path, fake_moses, model):
+    """A run made before runs recorded what they were made with: its own tuning continues it as before; another
+    tuning does not take it (nothing can be checked)."""
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, first).exit_code == 0
+    lender = tmp_path / "work"
+    (lender / "system-run1" / "made-with.json").unlink()
+    (lender / "report.json").unlink()
+    assert CliRunner().invoke(main, first).exit_code == 0 and (lender / "report.json").exists()
+    result = CliRunner().invoke(main, _tune_into(tmp_path / "again", first, ("--runs-from", str(lender))))
+    assert result.exit_code == 1
+    assert (f"--runs-from {lender}: no made-with.json in system-run1 (made by a mosesrnn that did not record what a "
+            f"run was made with)" in result.output), result.output
+
+
+def test_a_run_changed_while_it_was_made_is_refused_when_it_ends(tmp_path, fake_moses, model):
+    """A file that changes while mert-moses.pl runs (a model re-exported under a running tuning) stops the tuning
+    when the run's Moses stages end, naming the file."""
+    ini, table = _system_naming(tmp_path)
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    args[3] = str(ini)
+    tuner = fake_moses / "scripts" / "training" / "mert-moses.pl"
+    tuner.write_text(tuner.read_text().replace("echo 1 >", f"echo changed >> {table}; echo 1 >"))
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1
+    assert (f"baseline-run1: the file the moses.ini names {table} changed while the run was made" not in result.output
+            and f"system-run1: the file the moses.ini names {table} changed while the run was made" in result.output)
+
+
+def test_a_run_records_the_libraries_its_decoder_loads_from_outside_the_system(tmp_path, fake_moses, model):
+    """A decoder linked to a shared library built here (an NPLM built apart): the library is recorded, and a rebuilt
+    library refuses the run as a rebuilt decoder does."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler to build a shared library")
+    (tmp_path / "nplm.c").write_text("int nplm(void) { return 1; }\n")
+    (tmp_path / "main.c").write_text("int nplm(void);\nint main(void) { return nplm() - 1; }\n")
+    library = tmp_path / "lib" / "libnplm.so"
+    library.parent.mkdir()
+
+    def build(value: int) -> None:
+        (tmp_path / "nplm.c").write_text(f"int nplm(void) {{ return {value}; }}\n")
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(tmp_path / "nplm.c")], check=True)
+
+    build(1)
+    program = tmp_path / "decoder"
+    subprocess.run(["cc", "-o", str(program), str(tmp_path / "main.c"), f"-L{library.parent}", "-lnplm",
+                    f"-Wl,-rpath,{library.parent}"], check=True)
+    from moses_integration.mert_moses import MosesTools
+    from moses_integration.route.made_with import changed_files, made_with
+    plan = RouteOptions.from_options(dev_src=str(SOURCE), dev_ref=str(REFERENCE), ini=str(INI), test_src=str(SOURCE),
+                                     test_ref=str(REFERENCE), work_dir=str(tmp_path / "w")).plan
+    tools = MosesTools(str(program), "mert-moses.pl", str(tmp_path))
+    before = made_with(plan, tools, str(INI))
+    assert [entry["path"] for entry in before if entry["what"] == "the library the decoder loads"] == [str(library)]
+    build(2)
+    assert changed_files(before, made_with(plan, tools, str(INI))) == [f"the library the decoder loads {library}"]
 
 
 def test_the_joint_model_tunes_inside_the_decoder_with_real_moses(tmp_path):

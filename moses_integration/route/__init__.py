@@ -14,12 +14,17 @@ columns, then the others), the stages are:
    MERT, starting from the tuned ini's weights; ``rerank`` picks the test translations
    (``SYSTEM-runK.rescored.test.hyp``); the control re-tunes and reranks the same lists without the features
    (``SYSTEM-runK.retuned.test.hyp``). With ``baseline_control``, the baseline's lists get the control alone.
+   With ``select_on`` half, mosesrnn's MERT tunes on one half of the dev lists, and every stage is measured on
+   the other half too (each system's dev decode, each rescored stage's and control's reranked dev list): the
+   report's headline is the stage chosen there.
 
 Its modules, each importing only those after it: :mod:`.checks` (everything that stops it from starting),
-:mod:`.stages` (running them, or a dry run's commands), :mod:`.report` (measuring every stage on the test
-set), written as :mod:`.report_file` (``report.json``, ``report.md``), :mod:`.reuse` (another tuning's runs,
-``--runs-from``), :mod:`.plan` (what the tuning is of, saved and read as ``plan.json``, where each run keeps
-its files).
+:mod:`.stages` (running them, or a dry run's commands), :mod:`.made_with` (what each run was made with, by
+content: a run is continued or lent only while that is the same), :mod:`.report` (measuring every stage on the
+test set), :mod:`.published` (a finished report copied where it is committed, ``docs/results/NAME``),
+:mod:`.report_file` (the report's files, ``report.json``, ``report.md``), :mod:`.reuse` (another tuning's runs,
+``--runs-from``), :mod:`.plan` (what the tuning is of, saved and read as ``plan.json``, where each run keeps its
+files).
 """
 from __future__ import annotations
 
@@ -27,14 +32,14 @@ from typing import Callable
 
 from ..mert_moses import MertSetupError, find_tools
 from .checks import plan_problems
-from .plan import RouteOptions, RoutePlan, StageFiles, stage_files
+from .plan import SELECT_ON, RouteOptions, RoutePlan, StageFiles, stage_files
 from .report import build_report, compare_with
 from .report_file import RouteReport, StageResult, markdown, read_report, write_report
 from .stages import dry_run_commands, rescore_run, run_route
 
-__all__ = ["RouteOptions", "RoutePlan", "RouteReport", "StageFiles", "StageResult", "build_report", "compare_with",
-           "dry_run_commands", "markdown", "plan_problems", "read_report", "rescore_run", "run_route", "stage_files",
-           "tune", "write_report"]
+__all__ = ["SELECT_ON", "RouteOptions", "RoutePlan", "RouteReport", "StageFiles", "StageResult", "build_report",
+           "compare_with", "dry_run_commands", "markdown", "plan_problems", "read_report", "rescore_run", "run_route",
+           "stage_files", "tune", "write_report"]
 
 
 def tune(options: RouteOptions, log: Callable[[str], None], dry_run: bool = False) -> str:
@@ -43,7 +48,7 @@ def tune(options: RouteOptions, log: Callable[[str], None], dry_run: bool = Fals
     found first. Raises :class:`~moses_integration.mert_moses.MertSetupError` naming every problem that
     stops it from starting (missing programs, empty or mismatched files, a folder of another tuning)."""
     tools, missing = find_tools(options.moses_bin, options.moses_scripts, options.mertdir)
-    problems = plan_problems(options.plan, missing)
+    problems = plan_problems(options.plan, tools, missing)
     if dry_run:
         return dry_run_commands(options.plan, tools, problems) + "\n"
     if problems:

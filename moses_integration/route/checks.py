@@ -1,7 +1,8 @@
 """Everything that stops a tuning before it starts, found in one pass before the first stage: empty or
 mismatched files, relative paths in a moses.ini, rescoring features without their model files (or with
 files of another kind), phrase tables without the word alignments a feature reads, a working folder of
-another tuning, another tuning's folder that cannot lend its runs (``--runs-from``).
+another tuning, another tuning's folder that cannot lend its runs (``--runs-from``), and a run made with
+other files than those of today (:mod:`.made_with`).
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.declared import declare_input
 from mosesrnn.models import MODEL_KINDS, MODEL_OPTIONS, kind_of
 
-from ..mert_moses import relative_paths
+from ..mert_moses import MosesTools, relative_paths
+from .made_with import made_with_problems
 from .plan import PLAN, RoutePlan, saved_plan
 from .reuse import tuned_by
 
@@ -27,8 +29,10 @@ __all__ = ["plan_problems", "rescoring_problems"]
 _SHARED = ("dev_src", "dev_ref", "test_src", "test_ref")
 
 
-def plan_problems(plan: RoutePlan, tools_missing: list[str]) -> list[str]:
-    """Everything that stops the tuning before it starts, the user's files first, then the machine's programs."""
+def plan_problems(plan: RoutePlan, tools: MosesTools, tools_missing: list[str]) -> list[str]:
+    """Everything that stops the tuning before it starts, the user's files first, then the machine's programs
+    (``tools``, those of them missing in ``tools_missing``); when nothing else does, a run here or to be lent that
+    was made with other files or another decoder than ``tools``' (:func:`~.made_with.made_with_problems`)."""
     problems = []
     for path in (plan.dev_src, plan.dev_ref, plan.ini, plan.baseline, plan.test_src, plan.test_ref):
         if path is not None and os.path.isfile(path) and os.path.getsize(path) == 0:
@@ -52,6 +56,8 @@ def plan_problems(plan: RoutePlan, tools_missing: list[str]) -> list[str]:
             if plan.word_alignments(system) and os.path.isfile(ini) and os.path.getsize(ini):
                 problems += _alignment_problems(ini)
     problems += _plan_record_problems(plan) + _reuse_problems(plan)
+    if not problems and not tools_missing:
+        problems = made_with_problems(plan, tools)
     return problems + tools_missing
 
 
@@ -145,6 +151,6 @@ def _reuse_problems(plan: RoutePlan) -> list[str]:
         return [f"--runs-from {plan.runs_from} tuned with other {', '.join(differing)}: its runs cannot serve "
                 f"this tuning"]
     if not any(tuned_by(saved, ini) for _, ini in plan.systems()):
-        return [f"--runs-from {plan.runs_from} tuned none of {', '.join(ini for _, ini in plan.systems())} (the "
-                f"same file, of the same size)"]
+        return [f"--runs-from {plan.runs_from} tuned none of {', '.join(ini for _, ini in plan.systems())} (by "
+                f"their paths)"]
     return []

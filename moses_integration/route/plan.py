@@ -17,11 +17,14 @@ from mosesrnn.models import MODEL_OPTIONS, MODELS
 
 from ..mert_moses import MertSettings
 
-__all__ = ["PLAN", "BASELINE", "SYSTEM", "RESCORED", "BASELINE_RESCORED", "RESCORED_STAGES", "RETUNED",
-           "BASELINE_RETUNED", "CONTROLS", "CONTROL_STAGES", "RoutePlan", "RouteOptions", "StageFiles", "stage_files",
-           "file_record", "save_plan", "saved_plan"]
+__all__ = ["PLAN", "SELECT_ON", "dev_halves", "BASELINE", "SYSTEM", "RESCORED", "BASELINE_RESCORED", "RESCORED_STAGES",
+           "RETUNED", "BASELINE_RETUNED", "CONTROLS", "CONTROL_STAGES", "RoutePlan", "RouteOptions", "StageFiles",
+           "stage_files", "file_record", "save_plan", "saved_plan"]
 
 PLAN = "plan.json"
+#: How the stages are chosen on dev (``tune --select-on``): ``none``, on nothing; ``half``, on the dev half held out
+#: from every tuning by mosesrnn's MERT (:func:`dev_halves`).
+SELECT_ON = ("none", "half")
 BASELINE, SYSTEM, RESCORED, BASELINE_RESCORED = "baseline", "system", "rescored", "baseline-rescored"
 RESCORED_STAGES = {RESCORED: SYSTEM, BASELINE_RESCORED: BASELINE}  # a rescored stage -> the system it rescores
 #: The control of each rescored stage: the same n-best lists re-tuned by the same MERT (seed, starting weights)
@@ -47,7 +50,9 @@ class RoutePlan:
     re-tuned without any new feature (its control, ``baseline-retuned``) even when they are not rescored, which
     measures what a second tuning pass alone adds to the baseline (a rescored baseline always has its control).
     ``runs_from``: another tuning's folder whose finished Moses MERT runs of the same moses.ini are taken (linked),
-    not run again (:mod:`~moses_integration.route.reuse`); it changes no number, so the plan does not record it."""
+    not run again (:mod:`~moses_integration.route.reuse`); it changes no number, so the plan does not record it.
+    ``select_on`` ``half``: mosesrnn's MERT tunes every rescored stage and control on one half of the dev lists
+    (:func:`dev_halves`), and every stage is also measured on the other half, where the report chooses its stage."""
 
     dev_src: str
     dev_ref: str
@@ -65,8 +70,11 @@ class RoutePlan:
     baseline_rescoring: FeatureOptions | None = None
     baseline_control: bool = False
     runs_from: str | None = None
+    select_on: str = "none"
 
     def __post_init__(self):
+        if self.select_on not in SELECT_ON:
+            raise ValueError(f"select_on is one of {', '.join(SELECT_ON)}, not {self.select_on!r}")
         if (self.baseline_rescoring or self.baseline_control) and not self.baseline:
             raise ValueError("rescoring the baseline, or re-tuning its n-best lists, needs a baseline")
         names = [name for name, _ in self.others]
@@ -107,7 +115,13 @@ class RoutePlan:
             record["baseline_rescoring"] = _rescoring_record(self.baseline_rescoring)
         if self.baseline_control:  # the same
             record["baseline_control"] = True
+        if self.select_on != "none":  # the same
+            record["select_on"] = self.select_on
         return record
+
+    def selecting(self) -> bool:
+        """Whether the stages are chosen on a held-out part of the dev set (``select_on`` other than none)."""
+        return self.select_on != "none"
 
 
 @dataclass(frozen=True)
@@ -164,6 +178,13 @@ def _rescoring_record(options: FeatureOptions | None) -> dict | None:
         if key in record:
             record[key] = file_record(record[key])
     return record
+
+
+def dev_halves(sentences: int) -> tuple[list[int], list[int]]:
+    """The two fixed halves of a dev set of ``sentences`` sentences, as 0-based line indices: the lines at odd
+    line numbers (1st, 3rd, ...) tune (mosesrnn's MERT), those at even line numbers (2nd, 4th, ...) are held out to
+    choose on. Alternate lines: both halves cover the whole dev set alike, whatever its order."""
+    return list(range(0, sentences, 2)), list(range(1, sentences, 2))
 
 
 def save_plan(plan: RoutePlan) -> None:
@@ -238,12 +259,20 @@ class StageFiles:
         return self.prefix + ".rescored.test.hyp"
 
     @property
+    def rescored_dev_hyp(self) -> str:
+        return self.prefix + ".rescored.dev.hyp"
+
+    @property
     def retuned_weights(self) -> str:
         return self.prefix + ".retuned.weights"
 
     @property
     def retuned_hyp(self) -> str:
         return self.prefix + ".retuned.test.hyp"
+
+    @property
+    def retuned_dev_hyp(self) -> str:
+        return self.prefix + ".retuned.dev.hyp"
 
 
 def stage_files(plan: RoutePlan, system: str, run: int) -> StageFiles:

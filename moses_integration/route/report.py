@@ -6,7 +6,7 @@ written to, and its Markdown table, are :mod:`.report_file`.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
+from dataclasses import replace
 
 from mosesrnn.formats.moses_ini import parse_ini, phrase_tables, read_ini_text, read_weights
 from mosesrnn.formats.sidecar import SidecarError, read_sidecar, sidecar_path
@@ -14,11 +14,21 @@ from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.declared import declare_input
 from mosesrnn.io.json_file import read_json
 from mosesrnn.tuning.bleu import file_bleu
-from mosesrnn.tuning.significance import compare_runs
+from mosesrnn.tuning.significance import Comparison, compare_runs
 
 from ..mert_moses import decoding_speed, iterations
-from .plan import BASELINE, CONTROL_STAGES, CONTROLS, RESCORED_STAGES, SYSTEM, RoutePlan, StageFiles, stage_files
-from .report_file import RouteReport, StageResult
+from .plan import (
+    BASELINE,
+    CONTROL_STAGES,
+    CONTROLS,
+    RESCORED_STAGES,
+    SYSTEM,
+    RoutePlan,
+    StageFiles,
+    dev_halves,
+    stage_files,
+)
+from .report_file import RouteReport, StageResult, chosen_stage
 
 __all__ = ["build_report", "compare_with", "compare_with_controls"]
 
@@ -27,6 +37,7 @@ def build_report(plan: RoutePlan) -> RouteReport:
     """Measure every stage's runs on the test set: BLEU, the comparison with the baseline, the new weights'
     shares, MERT's iterations, the decoding speed; and what made them (signatures)."""
     references = read_lines(plan.test_ref)
+    tuned_on, held_out = dev_halves(len(read_lines(plan.dev_ref))) if plan.selecting() else ([], [])
     stages, signature = [], ""
     names = []  # (stage, its control): each system, then its control and (when rescored) its rescored stage
     for name, _ in plan.systems():
@@ -44,6 +55,8 @@ def build_report(plan: RoutePlan) -> RouteReport:
                       for files in runs]
         scores = [file_bleu(path, plan.test_ref, plan.tokenize) for path in hypotheses]
         signature = scores[0][1]
+        dev_hypotheses = [files.rescored_dev_hyp if rescored else files.retuned_dev_hyp if retuned else files.dev_hyp
+                          for files in runs] if held_out else []
         shares = _rescored_shares(runs) if rescored else {} if retuned else _column_shares(plan, name, runs)
         speeds = [] if rescored or retuned else [decoding_speed(files.test_hyp + ".log") for files in runs]
         stages.append(StageResult(
@@ -51,60 +64,102 @@ def build_report(plan: RoutePlan) -> RouteReport:
             iterations=tuple(1 if rescored or retuned else iterations(files.mert_dir) for files in runs),
             weight_shares=shares,
             sentences_per_second=sum(speeds) / len(speeds) if speeds and None not in speeds else None,
-            control=control))
+            control=control, dev_hypotheses=tuple(dev_hypotheses),
+            dev_bleu=tuple(file_bleu(path, plan.dev_ref, plan.tokenize, held_out)[0] for path in dev_hypotheses)))
     dev = {"source": os.path.abspath(plan.dev_src), "reference": os.path.abspath(plan.dev_ref),
            "sentences": len(read_lines(plan.dev_src))}
+    selection = {"on": plan.select_on, "tuned_on": len(tuned_on), "held_out": len(held_out)} if held_out else None
     report = RouteReport(signature, dev,
                           {"source": os.path.abspath(plan.test_src), "reference": os.path.abspath(plan.test_ref),
-                           "sentences": len(references)}, plan.runs, tuple(stages), _signatures(plan))
+                           "sentences": len(references)}, plan.runs, tuple(stages), _signatures(plan), selection)
     report = compare_with_controls(report, plan.tokenize)
-    return compare_with(report, BASELINE, plan.tokenize) if plan.baseline else report
+    report = compare_with(report, BASELINE, plan.tokenize) if plan.baseline else report
+    if selection is not None:
+        report = replace(report, selection={**selection, "chosen": chosen_stage(report).name})
+    return report
 
 
 def compare_with_controls(report: RouteReport, tokenize: str = "none") -> RouteReport:
     """``report`` with every stage that has a control compared with it: what its features add beyond a second
-    tuning pass (the difference of the means, the median runs' p-value, the run pairs)."""
+    tuning pass (the difference of the means, the median runs' p-value, the run pairs), on the test set and, with a
+    selection, on the held-out dev half."""
     by_name = {stage.name: stage for stage in report.stages}
-    references = read_lines(report.test["reference"])
+    texts = _Texts(report)
     stages = []
     for stage in report.stages:
         control = by_name.get(stage.control) if stage.control else None
         if control is not None:
-            comparison = compare_runs([read_lines(path) for path in stage.hypotheses], stage.bleu,
-                                      [read_lines(path) for path in control.hypotheses], control.bleu, references,
-                                      tokenize)
-            stage = StageResult(**{**asdict(stage), "control_delta": comparison.delta,
-                                   "control_p_value": comparison.p_value,
-                                   "control_pairs_agreeing": comparison.pairs_agreeing,
-                                   "control_pairs": comparison.pairs})
+            test, dev = texts.compare(stage, control, tokenize)
+            stage = replace(stage, control_delta=test.delta, control_p_value=test.p_value,
+                            control_pairs_agreeing=test.pairs_agreeing, control_pairs=test.pairs)
+            if dev is not None:
+                stage = replace(stage, dev_control_delta=dev.delta, dev_control_p_value=dev.p_value,
+                                dev_control_pairs_agreeing=dev.pairs_agreeing, dev_control_pairs=dev.pairs)
         stages.append(stage)
-    return RouteReport(report.sacrebleu, report.dev, report.test, report.runs, tuple(stages), report.signatures)
+    return replace(report, stages=tuple(stages))
 
 
 def compare_with(report: RouteReport, reference_stage: str, tokenize: str = "none") -> RouteReport:
     """``report`` with every other stage compared with ``reference_stage`` (the baseline, or e.g. the full
-    system against its pruned ones): the difference of the means, the median runs' p-value, the run pairs."""
+    system against its pruned ones): the difference of the means, the median runs' p-value, the run pairs; on the
+    test set and, with a selection, on the held-out dev half."""
     by_name = {stage.name: stage for stage in report.stages}
     if reference_stage not in by_name:
         raise ValueError(f"no stage {reference_stage!r} in the report (its stages: {', '.join(by_name)})")
     reference = by_name[reference_stage]
-    declare_input(report.test["reference"])  # the test reference the report names
-    for stage in report.stages:
-        for path in stage.hypotheses:  # the translations it names (in the tuning's folder, or moved with it)
-            declare_input(path)
-    references = read_lines(report.test["reference"])
-    texts = [read_lines(path) for path in reference.hypotheses]
+    texts = _Texts(report)
     stages = []
     for stage in report.stages:
         if stage.name == reference_stage:
-            stages.append(StageResult(**{**asdict(stage), "delta": None, "p_value": None, "pairs_agreeing": None,
-                                         "pairs": None}))
+            stages.append(replace(stage, delta=None, p_value=None, pairs_agreeing=None, pairs=None, dev_delta=None,
+                                  dev_p_value=None, dev_pairs_agreeing=None, dev_pairs=None))
             continue
-        comparison = compare_runs([read_lines(path) for path in stage.hypotheses], stage.bleu, texts,
-                                  reference.bleu, references, tokenize)
-        stages.append(StageResult(**{**asdict(stage), "delta": comparison.delta, "p_value": comparison.p_value,
-                                     "pairs_agreeing": comparison.pairs_agreeing, "pairs": comparison.pairs}))
-    return RouteReport(report.sacrebleu, report.dev, report.test, report.runs, tuple(stages), report.signatures)
+        test, dev = texts.compare(stage, reference, tokenize)
+        stage = replace(stage, delta=test.delta, p_value=test.p_value, pairs_agreeing=test.pairs_agreeing,
+                        pairs=test.pairs)
+        if dev is not None:
+            stage = replace(stage, dev_delta=dev.delta, dev_p_value=dev.p_value, dev_pairs_agreeing=dev.pairs_agreeing,
+                            dev_pairs=dev.pairs)
+        stages.append(stage)
+    return replace(report, stages=tuple(stages))
+
+
+class _Texts:
+    """The translations a report names and their references, read once: the test set's, and (with a selection)
+    the held-out dev half's lines."""
+
+    def __init__(self, report: RouteReport):
+        self.held_out = dev_halves(report.dev["sentences"])[1] if report.selection else None
+        # the references and translations the report names (in the tuning's folder, or moved with it)
+        declare_input(report.test["reference"])
+        for stage in report.stages:
+            for path in stage.hypotheses + (stage.dev_hypotheses if self.held_out else ()):
+                declare_input(path)
+        self.references = read_lines(report.test["reference"])
+        if self.held_out is not None:
+            declare_input(report.dev["reference"])
+            self.dev_references = self._held(report.dev["reference"])
+        self._read: dict[str, list[str]] = {}
+
+    def _held(self, path: str) -> list[str]:
+        lines = read_lines(path)
+        return [lines[at] for at in self.held_out]
+
+    def _texts(self, paths: tuple[str, ...], held: bool) -> list[list[str]]:
+        for path in paths:
+            if (path, held) not in self._read:
+                self._read[path, held] = self._held(path) if held else read_lines(path)
+        return [self._read[path, held] for path in paths]
+
+    def compare(self, stage: StageResult, other: StageResult, tokenize: str) -> tuple[Comparison, Comparison | None]:
+        """``stage`` against ``other``: on the test set, and on the held-out dev half (None without a selection)."""
+        test = compare_runs(self._texts(stage.hypotheses, False), stage.bleu, self._texts(other.hypotheses, False),
+                            other.bleu, self.references, tokenize)
+        if self.held_out is None:
+            return test, None
+        dev = compare_runs(self._texts(stage.dev_hypotheses, True), stage.dev_bleu,
+                           self._texts(other.dev_hypotheses, True), other.dev_bleu, self.dev_references, tokenize)
+        return test, dev
 
 
 def _about(plan: RoutePlan, name: str) -> str:

@@ -26,9 +26,10 @@ from mosesrnn.io.compressed import atomic_output
 from mosesrnn.io.json_file import read_json
 from mosesrnn.tuning.significance import mean_std
 
-from .plan import CONTROL_STAGES
+from .plan import CONTROL_STAGES, RESCORED_STAGES
 
-__all__ = ["REPORT_JSON", "REPORT_MD", "StageResult", "RouteReport", "write_report", "read_report", "markdown"]
+__all__ = ["REPORT_JSON", "REPORT_MD", "StageResult", "RouteReport", "chosen_stage", "write_report", "read_report",
+           "report_columns", "stage_cells", "column_keys", "markdown"]
 
 FORMAT, VERSION = "mosesrnn-tuning-report", 1
 #: The report's files in the working folder.
@@ -57,11 +58,25 @@ class StageResult:
     control_p_value: float | None = None
     control_pairs_agreeing: int | None = None
     control_pairs: int | None = None
+    #: with a selection (``tune --select-on``): the stage on the dev half held out from mosesrnn's MERT — its
+    #: translations of the whole dev set, BLEU on the held-out lines — compared as on the test set
+    dev_bleu: tuple[float, ...] = ()
+    dev_hypotheses: tuple[str, ...] = ()
+    dev_delta: float | None = None
+    dev_p_value: float | None = None
+    dev_pairs_agreeing: int | None = None
+    dev_pairs: int | None = None
+    dev_control_delta: float | None = None
+    dev_control_p_value: float | None = None
+    dev_control_pairs_agreeing: int | None = None
+    dev_control_pairs: int | None = None
 
 
 @dataclass(frozen=True)
 class RouteReport:
-    """The stages of one tuning, what they were measured on, and what made them."""
+    """The stages of one tuning, what they were measured on, and what made them. ``selection`` (``tune
+    --select-on``; None without): ``on`` (``half``), ``tuned_on`` and ``held_out`` (how many dev sentences each half
+    has), ``chosen`` (the stage of the highest mean BLEU on the held-out half)."""
 
     sacrebleu: str
     dev: dict
@@ -69,17 +84,37 @@ class RouteReport:
     runs: int
     stages: tuple[StageResult, ...]
     signatures: dict = field(default_factory=dict)
+    selection: dict | None = None
 
 
-def write_report(path: str, report: RouteReport) -> None:
+def chosen_stage(report: RouteReport) -> StageResult | None:
+    """The stage of ``report`` with the highest mean BLEU on the held-out dev half (the first of equals), or None
+    without a selection."""
+    if report.selection is None:
+        return None
+    return max(report.stages, key=lambda stage: mean_std(stage.dev_bleu)[0])
+
+
+def write_report(path: str, report: RouteReport, relative_to: str | None = None) -> None:
     """Write ``report`` as JSON (whole or not at all), the translations it names relative to its own folder, so
-    that the folder reads back from anywhere, and copied elsewhere."""
-    folder = os.path.dirname(os.path.abspath(path))
-    stages = [{**asdict(stage), "hypotheses": [os.path.relpath(os.path.abspath(h), folder) for h in stage.hypotheses]}
-              for stage in report.stages]
+    that the folder reads back from anywhere, and copied elsewhere (given ``relative_to``, relative to that folder
+    instead: a report published away from its tuning, read back from where the tuning ran)."""
+    folder = relative_to or os.path.dirname(os.path.abspath(path))
+    stages = []
+    for stage in report.stages:
+        record = {**asdict(stage), "hypotheses": [_relative(h, folder) for h in stage.hypotheses],
+                  "dev_hypotheses": [_relative(h, folder) for h in stage.dev_hypotheses]}
+        stages.append(record if report.selection else {key: value for key, value in record.items()
+                                                       if not key.startswith("dev_")})  # as before selections
     record = {"format": FORMAT, "version": VERSION, **asdict(report), "stages": stages}
+    if report.selection is None:
+        del record["selection"]
     with atomic_output(path) as stream:
         stream.write((json.dumps(record, indent=1) + "\n").encode("utf-8"))
+
+
+def _relative(path: str, folder: str) -> str:
+    return os.path.relpath(os.path.abspath(path), folder)
 
 
 def read_report(path: str) -> RouteReport:
@@ -95,9 +130,13 @@ def read_report(path: str) -> RouteReport:
     try:
         stages = tuple(StageResult(**{**stage, "bleu": tuple(stage["bleu"]),
                                       "hypotheses": tuple(_resolved(folder, h) for h in stage["hypotheses"]),
-                                      "iterations": tuple(stage.get("iterations", ()))}) for stage in record["stages"])
+                                      "iterations": tuple(stage.get("iterations", ())),
+                                      "dev_bleu": tuple(stage.get("dev_bleu", ())),
+                                      "dev_hypotheses": tuple(_resolved(folder, h)
+                                                              for h in stage.get("dev_hypotheses", ()))})
+                       for stage in record["stages"])
         return RouteReport(record["sacrebleu"], record["dev"], record["test"], record["runs"], stages,
-                            record.get("signatures", {}))
+                            record.get("signatures", {}), record.get("selection"))
     except (KeyError, TypeError) as error:
         raise ValueError(f"{path}: a damaged tuning report ({error})") from None
 
@@ -115,28 +154,96 @@ def _number(value: float | None, digits: int = 2, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
+def _pairs(agreeing: int | None, pairs: int | None) -> str:
+    return f"{agreeing} of {pairs}" if pairs else "-"
+
+
+def _bleu(bleu: tuple[float, ...]) -> tuple[str, str]:
+    """The cells mean ± std and runs of BLEU per run."""
+    mean, std = mean_std(bleu)
+    spread = f" ± {std:.2f}" if std is not None else " (1 run)"
+    return f"{mean:.2f}{spread}", ", ".join(f"{b:.2f}" for b in bleu)
+
+
+def report_columns(report: RouteReport, reference: str = "baseline") -> list[tuple[str, str]]:
+    """``(key, header)`` of each column of the report's table after the stage's: the test set's (``test``, ``test
+    runs``, ``test Δ``, ``test p``, ``test pairs``, then with controls ``test control Δ`` ...), with a selection the
+    held-out dev half's (the same keys with ``dev``), then ``shares``, ``iterations``, ``decoding``."""
+    with_controls = any(stage.control for stage in report.stages)
+    columns = []
+    for part, heads in (("test", ("test BLEU (mean ± std)", "runs", "p (median runs)")),
+                        ("dev", ("dev-half BLEU (mean ± std)", "dev-half runs", "p"))):
+        if part == "dev" and report.selection is None:
+            continue
+        columns += [(part, heads[0]), (f"{part} runs", heads[1]), (f"{part} Δ", f"Δ vs {reference}"),
+                    (f"{part} p", heads[2]), (f"{part} pairs", "pairs")]
+        if with_controls:
+            columns += [(f"{part} control Δ", "Δ vs its control"), (f"{part} control p", "p"),
+                        (f"{part} control pairs", "pairs")]
+    return columns + [("shares", "new weights (share of L1)"), ("iterations", "iterations"),
+                      ("decoding", "decoding (sent./s)")]
+
+
+def stage_cells(stage: StageResult) -> dict[str, str]:
+    """Each cell of ``stage``'s row of the report's table, by the keys of :func:`report_columns`, as the report
+    writes it (2 decimals for BLEU and Δ, 4 for p, ``A of B`` run pairs, ``-`` where there is nothing)."""
+    cells = {"shares": ", ".join(f"{name} {share:+.3f}" for name, share in stage.weight_shares.items()) or "-",
+             "iterations": ", ".join(map(str, stage.iterations)) or "-",
+             "decoding": _number(stage.sentences_per_second, 1)}
+    for part, bleu, compared in (
+            ("test", stage.bleu, ((stage.delta, stage.p_value, stage.pairs_agreeing, stage.pairs),
+                                  (stage.control_delta, stage.control_p_value, stage.control_pairs_agreeing,
+                                   stage.control_pairs))),
+            ("dev", stage.dev_bleu, ((stage.dev_delta, stage.dev_p_value, stage.dev_pairs_agreeing, stage.dev_pairs),
+                                     (stage.dev_control_delta, stage.dev_control_p_value,
+                                      stage.dev_control_pairs_agreeing, stage.dev_control_pairs)))):
+        if bleu:
+            cells[part], cells[f"{part} runs"] = _bleu(bleu)
+        for prefix, (delta, p_value, agreeing, pairs) in zip((f"{part} ", f"{part} control "), compared):
+            cells.update({f"{prefix}Δ": _number(delta, sign=True), f"{prefix}p": _number(p_value, 4),
+                          f"{prefix}pairs": _pairs(agreeing, pairs)})
+    return cells
+
+
+def column_keys(headers: list[str]) -> list[str | None]:
+    """The key (:func:`report_columns`) of each header of a table copied from a report's, some columns left out,
+    read left to right as the report writes them: ``Δ``, ``p`` and ``pairs`` belong to the BLEU column before them
+    (test or dev half) and to the last ``Δ vs`` (the reference stage, or ``its control``). None: the stage's column,
+    or a header no report writes."""
+    keys, part, against = [], "test", ""
+    for header in (header.strip().lower() for header in headers):
+        key = None
+        if header.startswith("dev-half"):
+            part, against = "dev", ""
+            key = "dev runs" if header == "dev-half runs" else "dev" if "mean" in header else None
+        elif header in ("test bleu (mean ± std)", "runs"):
+            part, against = "test", ""
+            key = "test" if "mean" in header else "test runs"
+        elif header.startswith("δ vs "):
+            against = "control " if header == "δ vs its control" else ""
+            key = f"{part} {against}Δ"
+        elif header == "pairs":
+            key = f"{part} {against}pairs"
+        elif header in ("p", "p (median runs)"):
+            key = f"{part} {against}p"
+        else:
+            key = {"new weights (share of l1)": "shares", "iterations": "iterations",
+                   "decoding (sent./s)": "decoding"}.get(header)
+        keys.append(key)
+    return keys
+
+
 def markdown(report: RouteReport, reference: str = "baseline") -> str:
     """The report as a Markdown table, with a line on what it was measured on (Δ, p and pairs against the
-    stage ``reference``)."""
+    stage ``reference``); with a selection (``tune --select-on``), the dev-half columns and, first, the headline:
+    the stage chosen on the held-out dev half, with its test BLEU."""
     with_controls = any(stage.control for stage in report.stages)
-    control_head = " Δ vs its control | p | pairs |" if with_controls else ""
-    rows = [f"| stage | test BLEU (mean ± std) | runs | Δ vs {reference} | p (median runs) | pairs |{control_head} new "
-            "weights (share of L1) | iterations | decoding (sent./s) |",
-            "|---|---|---|---|---|---|" + ("---|---|---|" if with_controls else "") + "---|---|---|"]
+    selecting = report.selection is not None
+    columns = report_columns(report, reference)
+    rows = ["| stage | " + " | ".join(header for _, header in columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for stage in report.stages:
-        mean, std = mean_std(stage.bleu)
-        spread = f" ± {std:.2f}" if std is not None else " (1 run)"
-        shares = ", ".join(f"{name} {share:+.3f}" for name, share in stage.weight_shares.items()) or "-"
-        pairs = f"{stage.pairs_agreeing} of {stage.pairs}" if stage.pairs else "-"
-        control = ""
-        if with_controls:
-            control_pairs = f"{stage.control_pairs_agreeing} of {stage.control_pairs}" if stage.control_pairs else "-"
-            control = (f" {_number(stage.control_delta, sign=True)} | {_number(stage.control_p_value, 4)} | "
-                       f"{control_pairs} |")
-        rows.append(f"| {stage.name}: {stage.about} | {mean:.2f}{spread} | {', '.join(f'{b:.2f}' for b in stage.bleu)} "
-                    f"| {_number(stage.delta, sign=True)} | {_number(stage.p_value, 4)} | {pairs} |{control} {shares} "
-                    f"| "
-                    f"{', '.join(map(str, stage.iterations)) or '-'} | {_number(stage.sentences_per_second, 1)} |")
+        cells = stage_cells(stage)
+        rows.append(f"| {stage.name}: {stage.about} | " + " | ".join(cells[key] for key, _ in columns) + " |")
     note = (f"\nTest BLEU on {report.test.get('sentences')} sentences ({report.test.get('source')}), sacreBLEU "
             f"{report.sacrebleu}; tuned on {report.dev.get('sentences')} dev sentences, {report.runs} MERT runs per "
             f"stage. p: paired approximate randomisation between the median runs (10,000 samples); pairs: of the run "
@@ -149,4 +256,30 @@ def markdown(report: RouteReport, reference: str = "baseline") -> str:
     if alone:
         note += (f" {', '.join(alone)}: {reference}'s n-best lists re-tuned by the same MERT without any new "
                  f"feature, so its Δ vs {reference} is what a second tuning pass alone adds.")
+    if selecting:
+        return _headline(report, reference) + "\n" + "\n".join(rows) + "\n" + note + _selection_note(report) + "\n"
     return "\n".join(rows) + "\n" + note + "\n"
+
+
+def _headline(report: RouteReport, reference: str) -> str:
+    """The stage chosen on the held-out dev half, and its test BLEU: what the report claims."""
+    chosen = chosen_stage(report)
+    mean, std = mean_std(chosen.dev_bleu)
+    test_mean, test_std = mean_std(chosen.bleu)
+    spread, test_spread = (f" ± {value:.2f}" if value is not None else "" for value in (std, test_std))
+    against = (f", {_number(chosen.delta, sign=True)} vs {reference} (p {_number(chosen.p_value, 4)}, "
+               f"{chosen.pairs_agreeing} of {chosen.pairs} run pairs)" if chosen.pairs else "")
+    return (f"**Chosen on the held-out dev half: {chosen.name}** ({chosen.about}): dev-half BLEU {mean:.2f}{spread} "
+            f"on {report.selection['held_out']} sentences, the highest of the {len(report.stages)} stages; its test "
+            f"BLEU {test_mean:.2f}{test_spread}{against}.\n")
+
+
+def _selection_note(report: RouteReport) -> str:
+    selection = report.selection
+    moses_tuned = [stage.name for stage in report.stages if stage.name not in CONTROL_STAGES
+                   and stage.name not in RESCORED_STAGES]
+    return (f" Dev half (--select-on {selection['on']}): mosesrnn's MERT tuned every rescored stage and control on "
+            f"the {selection['tuned_on']} dev sentences at odd lines (1st, 3rd, ...); the dev-half columns measure "
+            f"every stage on the other {selection['held_out']} (even lines), held out from that tuning, with the same "
+            f"test, and the stage of the highest mean there is chosen. {', '.join(moses_tuned)}: tuned by "
+            f"mert-moses.pl on the whole dev set, so their dev-half BLEU is on sentences their weights saw.")

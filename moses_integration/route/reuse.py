@@ -2,8 +2,10 @@
 
 A Moses MERT run is most of a tuning's time (an hour a run with a joint model in the decoder), and
 what it leaves — the tuned moses.ini, the test decode, the dev and test n-best lists — depends only on
-the moses.ini tuned, the dev and test sets, the MERT settings and the n-best size. A tuning that shares
-these with FOLDER's takes each finished run of the same moses.ini from there, as links in its own folder
+the moses.ini tuned (and the files it names, and the decoder), the dev and test sets, the MERT settings
+and the n-best size. A tuning that shares these with FOLDER's takes each finished run of the same moses.ini
+from there (the same path here; the same content of everything the run was made with, which
+:mod:`.made_with` checks before any work), as links in its own folder
 (so its report names them), and runs only what is new: other rescoring features on the same lists,
 runs FOLDER did not finish. Nothing is written through a link: a file that must be made again (n-best
 lists without the word alignments a joint model reads) is not linked, nor the test decode made with it.
@@ -39,10 +41,11 @@ def reused_files(plan: RoutePlan, system: str, run: int) -> list[tuple[str, str]
         lists = all(os.path.isfile(getattr(there, name)) for name in ("test_nbest", "dev_nbest"))
         if lists and (not plan.word_alignments(system) or _has_word_alignments(there.dev_nbest)):
             names += ["test_hyp", "test_nbest", "dev_hyp", "dev_nbest"]
-            if saved.get("tokenize") == plan.tokenize:  # the control: the same lists through the same MERT
-                names += ["retuned_weights", "retuned_hyp"]
+            # the control: the same lists through the same MERT, on the same sentences
+            if saved.get("tokenize") == plan.tokenize and saved.get("select_on", "none") == plan.select_on:
+                names += ["retuned_weights", "retuned_hyp"] + (["retuned_dev_hyp"] if plan.selecting() else [])
     elif os.path.isfile(there.test_hyp):
-        names.append("test_hyp")
+        names += ["test_hyp"] + (["dev_hyp"] if plan.selecting() else [])
     pairs = [(getattr(here, name), getattr(there, name)) for name in names + ["mert_dir"]]
     pairs = [(a + ".log", b + ".log") for a, b in pairs if a.endswith((".hyp", here.mert_dir))] + pairs
     # the run's folder last: until it is linked, the run is not here, and a stopped linking starts again
@@ -73,10 +76,12 @@ def _lendable_plan(folder: str | None) -> dict | None:
 
 
 def tuned_by(saved: dict, ini: str) -> str | None:
-    """The name of the system of the saved plan ``saved`` that tuned ``ini`` (the same path and size), or None."""
+    """The name of the system of the saved plan ``saved`` that tuned ``ini`` (the same path), or None. Whether its
+    runs were made with the same content is :mod:`.made_with`'s to say, before any work."""
     files = saved["files"]
     tuned = {BASELINE: files.get("baseline"), SYSTEM: files.get("ini"), **(saved.get("others") or {})}
-    return next((name for name, record in tuned.items() if record == file_record(ini)), None)
+    path = file_record(ini)[0]
+    return next((name for name, record in tuned.items() if isinstance(record, list) and record[:1] == [path]), None)
 
 
 def _has_word_alignments(nbest: str) -> bool:

@@ -15,6 +15,7 @@ from typing import Callable
 from mosesrnn.api import score_nbest
 from mosesrnn.features.options import FeatureOptions
 from mosesrnn.formats.moses_ini import read_weights, weights_text
+from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.atomic import atomic_file
 from mosesrnn.io.compressed import atomic_output
 from mosesrnn.tuning.mert import MertOptions
@@ -34,7 +35,8 @@ from ..mert_moses import (
 )
 from ..nplm_check import HEAPS, check_nplm_reads_its_files, nplm_feature_names
 from ..tools import format_command
-from .plan import RoutePlan, StageFiles, save_plan, stage_files
+from .made_with import check_still_made_with, made_with, write_made_with
+from .plan import RoutePlan, StageFiles, dev_halves, save_plan, stage_files
 from .report import build_report
 from .report_file import REPORT_JSON, REPORT_MD, RouteReport, markdown, write_report
 from .reuse import link_reused_runs, reused_files
@@ -67,21 +69,29 @@ def _run_system(plan: RoutePlan, tools: MosesTools, system: str, ini: str, run: 
     files = stage_files(plan, system, run)
     where = f"{system} run {run}/{plan.runs}"
     retune, aligned = plan.retunes(system), plan.word_alignments(system)
+    moses_ran = False
     if not os.path.isfile(files.tuned_ini):
+        if not os.path.lexists(files.mert_dir):  # a new run: what it is made with, before mert-moses.pl starts
+            write_made_with(files.mert_dir, made_with(plan, tools, ini))
         with _iterations_watch(files.mert_dir, lambda k: log(f"{where}: mert-moses.pl, iteration {k}")):
             run_mert(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir,
                      lambda message: log(f"{where}: {message}"))
+        moses_ran = True
     if not os.path.isfile(files.test_hyp) or (retune and not os.path.isfile(files.test_nbest)):
         log(f"{where}: decoding the test set" + (f" ({plan.nbest_size}-best lists)" if retune else ""))
         decode(tools, files.tuned_ini, plan.mert.threads, plan.test_src, files.test_hyp,
                files.test_nbest if retune else None, plan.nbest_size, aligned)
-    if not retune:
-        return
-    if not os.path.isfile(files.dev_nbest):
-        log(f"{where}: decoding the dev set's {plan.nbest_size}-best lists")
-        decode(tools, files.tuned_ini, plan.mert.threads, plan.dev_src, files.dev_hyp, files.dev_nbest,
-               plan.nbest_size, aligned)
-    rescore_run(plan, plan.rescoring_of(system), files, run, lambda message: log(f"{where}: {message}"))
+        moses_ran = True
+    if (retune and not os.path.isfile(files.dev_nbest)) or (plan.selecting() and not os.path.isfile(files.dev_hyp)):
+        log(f"{where}: decoding the dev set" + (f"'s {plan.nbest_size}-best lists" if retune else " (its held-out "
+                                                 "half measures the stage)"))
+        decode(tools, files.tuned_ini, plan.mert.threads, plan.dev_src, files.dev_hyp,
+               files.dev_nbest if retune else None, plan.nbest_size, aligned)
+        moses_ran = True
+    if moses_ran:  # nothing changed while Moses ran
+        check_still_made_with(plan, tools, ini, files.mert_dir)
+    if retune:
+        rescore_run(plan, plan.rescoring_of(system), files, run, lambda message: log(f"{where}: {message}"))
 
 
 def rescore_run(plan: RoutePlan, rescoring: FeatureOptions | None, files: StageFiles, run: int,
@@ -90,8 +100,11 @@ def rescore_run(plan: RoutePlan, rescoring: FeatureOptions | None, files: StageF
     ``files.test_nbest``): add the features of ``rescoring``, tune with mosesrnn's MERT from
     ``files.tuned_ini`` (seed ``run``), rerank the test list; and the control: the same lists, without the
     features, through the same MERT (seed, starting weights) and reranking. ``rescoring`` None: the control
-    alone. Each stage is skipped when its file exists."""
-    tunings = [(files.dev_nbest, files.test_nbest, files.retuned_weights, files.retuned_hyp)]  # the control
+    alone. With ``plan.select_on`` half, each MERT tunes on the dev lists' tuning half (:func:`.plan.dev_halves`) and
+    the dev list is reranked too (``*.dev.hyp``), to measure the stage on the other half. Each stage is skipped when
+    its file exists."""
+    tunings = [(files.dev_nbest, files.test_nbest, files.retuned_weights, files.retuned_hyp,
+                files.retuned_dev_hyp)]  # the control
     if rescoring is not None:
         for listing, source, rescored in ((files.dev_nbest, plan.dev_src, files.dev_rescored),
                                           (files.test_nbest, plan.test_src, files.test_rescored)):
@@ -99,17 +112,22 @@ def rescore_run(plan: RoutePlan, rescoring: FeatureOptions | None, files: StageF
                 log(f"adding {','.join(rescoring.names())} to {listing}")
                 summary = score_nbest(listing, source, rescored, rescoring)
                 _remember_features(files, summary.features, summary.labels)
-        tunings.insert(0, (files.dev_rescored, files.test_rescored, files.weights, files.rescored_hyp))
-    for dev, test, weights, output in tunings:
+        tunings.insert(0, (files.dev_rescored, files.test_rescored, files.weights, files.rescored_hyp,
+                           files.rescored_dev_hyp))
+    tune_on = dev_halves(len(read_lines(plan.dev_ref)))[0] if plan.selecting() else None
+    for dev, test, weights, output, dev_output in tunings:
         if not os.path.isfile(weights):
-            log(f"mosesrnn mert on {dev}, from the weights of {files.tuned_ini}")
-            result = mert_nbest_files([dev], [plan.dev_ref], files.tuned_ini, plan.tokenize, MertOptions(seed=run))
+            half = " (its tuning half: odd lines)" if tune_on is not None else ""
+            log(f"mosesrnn mert on {dev}{half}, from the weights of {files.tuned_ini}")
+            result = mert_nbest_files([dev], [plan.dev_ref], files.tuned_ini, plan.tokenize, MertOptions(seed=run),
+                                      tune_on)
             with atomic_file(weights) as stream:
                 stream.write(weights_text(named_weights(result.groups, result.weights)).encode("utf-8"))
-        if not os.path.isfile(output):
-            with atomic_file(output) as stream, rerank(test, read_weights(weights)) as texts:
-                for text in texts:
-                    stream.write(f"{text}\n".encode("utf-8"))
+        for listing, reranked in [(test, output)] + ([(dev, dev_output)] if tune_on is not None else []):
+            if not os.path.isfile(reranked):
+                with atomic_file(reranked) as stream, rerank(listing, read_weights(weights)) as texts:
+                    for text in texts:
+                        stream.write(f"{text}\n".encode("utf-8"))
 
 
 def _remember_features(files: StageFiles, features, labels) -> None:
@@ -165,9 +183,10 @@ def dry_run_commands(plan: RoutePlan, tools: MosesTools, problems: list[str]) ->
                 lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.test_src,
                                                            files.test_nbest if retune else None, plan.nbest_size,
                                                            aligned), files.test_hyp))
-            if retune and files.dev_nbest not in lent:
+            if (retune and files.dev_nbest not in lent) or (plan.selecting() and files.dev_hyp not in lent):
                 lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.dev_src,
-                                                           files.dev_nbest, plan.nbest_size, aligned), files.dev_hyp))
+                                                           files.dev_nbest if retune else None, plan.nbest_size,
+                                                           aligned), files.dev_hyp))
             if rescoring is not None:
                 lines.append(f"# then: mosesrnn nbest ({','.join(rescoring.names())}) on both lists, mosesrnn "
                              f"mert --init {files.tuned_ini} --seed {run}, mosesrnn rerank -> {files.rescored_hyp}")
@@ -176,6 +195,9 @@ def dry_run_commands(plan: RoutePlan, tools: MosesTools, problems: list[str]) ->
             elif retune:
                 lines.append(f"# then the control alone: mosesrnn mert --init {files.tuned_ini} --seed {run} on the "
                              f"dev list, mosesrnn rerank -> {files.retuned_hyp}")
+    if plan.selecting():
+        lines.append("# --select-on half: every mosesrnn mert above tunes on the dev lists' odd lines; every stage is "
+                     "measured on the even lines too, where the report chooses its stage")
     lines.append(f"# then: the report (sacreBLEU tokenize={plan.tokenize}, paired approximate randomisation) in "
                  f"{plan.work_dir}/report.md and report.json")
     return "\n".join(lines)

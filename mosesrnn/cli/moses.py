@@ -16,7 +16,9 @@ from moses_integration.binarize import FORMATS, binarize_table, binarized_path
 from moses_integration.ini_update import update_moses_ini
 from moses_integration.mert_report import report_work_dir
 from moses_integration.new_columns import DEFAULT_WEIGHTS
-from moses_integration.route.report_file import REPORT_JSON
+from moses_integration.route.plan import PLAN
+from moses_integration.route.published import COMMANDS, publish_report
+from moses_integration.route.report_file import REPORT_JSON, REPORT_MD
 from moses_integration.tools import MosesToolError, format_command
 
 from ..bilm.config import EXPORT_FILES as JOINT_EXPORT_FILES
@@ -38,6 +40,8 @@ from .paths import (
 __all__ = ["MosesCommand", "moses_ini", "binarize", "tune", "mert_report"]
 
 log = logging.getLogger("mosesrnn")
+#: What ``mert-report --publish`` writes into its folder.
+PUBLISHED = (REPORT_JSON, PLAN, REPORT_MD)
 #: sacreBLEU's tokenizers, for --tokenize.
 BLEU_TOKENIZERS = tuple(sorted(BLEU.TOKENIZERS))
 
@@ -226,9 +230,18 @@ def _baseline_features(ctx, param, value):
               help="Another tuning's --work-dir (of the same dev and test sets, MERT settings and n-best size): its "
                    "finished Moses MERT runs of the same moses.ini files, their test decodes and n-best lists are "
                    "linked here, not run again, so new rescoring features cost no decoding. Lists without the word "
-                   "alignment a joint model needs are decoded again.")
+                   "alignment a joint model needs are decoded again. A run is lent only while the moses.ini, every "
+                   "file it names and the decoder (with the libraries it loads) hash the same as when it was made "
+                   "(its made-with.json); otherwise one line names what changed, before any work.")
 @click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
               help="Tuning runs per system: MERT is unstable, Clark et al. (2011) recommend at least 3.")
+@click.option("--select-on", type=click.Choice(route.SELECT_ON), default="none", show_default=True,
+              help="half: choose the stage on dev, not on test. mosesrnn's MERT tunes every rescored stage and "
+                   "control on the dev sentences at odd lines (1st, 3rd, ...) only; every stage is also measured on "
+                   "those at even lines (2nd, 4th, ...), held out, with the same significance test, and the report's "
+                   "headline is the stage of the highest BLEU there (Moses' MERT still tunes on the whole dev set: "
+                   "those stages' dev-half BLEU is on sentences their weights saw). Every system also decodes the dev "
+                   "set once. none: no selection, the report as before.")
 @click.option("--rescore", "features", callback=check_feature_names, metavar="FEATURES",
               help="Rescore the system's n-best lists with these n-best features (as `mosesrnn nbest --features`: "
                    "unk, cslm, bilm, bilm-t2s, bilm-r2l, bilm-t2s-r2l, rnn, rnn-rev), then tune all weights on the "
@@ -286,9 +299,13 @@ def tune(dry_run, quiet, **options):
     stopped MERT run after its last finished iteration).
 
     \b
-    Example: the route of README's Table 1
+    Example: the route of the paper's Table 1 (baseline, +RNN columns, +CSLM rescoring, each with its control)
       mosesrnn tune dev.en dev.fr moses.rnn.ini --baseline moses.abs.ini --test-src test.en --test-ref test.fr \\
           --rescore cslm --rescore-baseline cslm --lm $PWD/lm/best.pt --runs 3 --work-dir tune/
+    Example: the stage chosen on a held-out dev half, the MERT runs taken from tune/ (the same inis, by content)
+      mosesrnn tune dev.en dev.fr moses.rnn.ini --baseline moses.abs.ini --test-src test.en --test-ref test.fr \\
+          --rescore cslm --rescore-baseline cslm --lm $PWD/lm/best.pt --runs 3 --select-on half \\
+          --runs-from tune/ --work-dir tune-selected/
     """
     setup_logging(quiet)
     if options["baseline_features"] is not None and not options["baseline"]:
@@ -316,19 +333,33 @@ def tune(dry_run, quiet, **options):
 @click.option("-o", "--output", type=OUTPUT,
               help="With --apply: the new moses.ini ('-' for stdout, the report then on stderr; written whole or "
                    "not at all; never over --ini).")
-def mert_report(work_dir, dev_ref, tokenize, which, against, full_ini, output):
+@click.option("--publish", metavar="DIR", type=output_folder_writing(*PUBLISHED),
+              help="Copy the report of the finished `mosesrnn tune` in WORK_DIR into DIR (docs/results/NAME, to "
+                   "commit): report.json and plan.json with every absolute path written relative to the current "
+                   "directory (run it from the folder the tuning's commands ran in), and report.md rendered from them. "
+                   "Add DIR/COMMANDS.md with the exact commands: every BLEU table of the docs names such a folder.")
+def mert_report(work_dir, dev_ref, tokenize, which, against, full_ini, output, publish):
     """Report a finished or stopped tuning in WORK_DIR, and apply one of its iterations.
 
     WORK_DIR is a mert-moses.pl working directory, or one of `mosesrnn tune` holding one per run. For
     a finished `mosesrnn tune` it shows the report again (its table, from WORK_DIR/report.json). For each
     iteration K of each run it prints the weights of runK.moses.ini and the dev BLEU: the optimiser's
-    estimate from run(K-1).mert.log and, with --dev-ref, that of runK.out.
+    estimate from run(K-1).mert.log and, with --dev-ref, that of runK.out. With --publish, it copies a finished
+    tuning's report where it is committed, instead (docs/results/README.md).
 
     \b
     Example:
       mosesrnn mert-report tune/
       mosesrnn mert-report tune/system-run2 --dev-ref dev.fr --apply best --ini moses.rnn.ini -o moses.tuned.ini
+      mosesrnn mert-report tune-ladder/ --publish $REPO/docs/results/ladder
     """
+    if publish is not None:
+        if any(value is not None for value in (dev_ref, which, against, full_ini, output)):
+            raise click.UsageError("--publish goes alone: it copies the report as `mosesrnn tune` wrote it")
+        for path in publish_report(work_dir, publish, os.getcwd()):
+            click.echo(f"wrote {path}", err=True)
+        click.echo(f"now write {os.path.join(publish, COMMANDS[0])}: the exact commands, from {os.getcwd()}", err=True)
+        return
     if which is not None and (full_ini is None or output is None):
         raise click.UsageError("--apply needs --ini (the full moses.ini) and -o (the new one)")
     if which is None and (full_ini is not None or output is not None):

@@ -16,7 +16,6 @@ passes its format version and migrations.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import pickle
@@ -29,6 +28,7 @@ from ..models import ENCODER_DECODER, MODEL_KINDS
 from ..version import __version__
 from .atomic import atomic_file
 from .compressed import open_raw, read_head
+from .digests import content_sha256
 from .signals import signals_deferred
 
 __all__ = ["ModelFileError", "StateFileError", "save_file", "read_model_file", "load_weights", "halve_weights",
@@ -235,9 +235,8 @@ def model_kind(path: str) -> str:
 
 
 def file_digest(path: str) -> str:
-    """A short hash of a file's bytes, for signatures."""
-    with open_raw(path) as stream:
-        return hashlib.file_digest(stream, "sha256").hexdigest()[:12]
+    """A short hash of a file's bytes, for signatures: the first 12 hex digits of its sha256."""
+    return content_sha256(path)[:12]
 
 
 def _starts_like_a_zip_or_pickle(path: str) -> bool:

@@ -93,11 +93,15 @@ class BleuStatistics:
         return self.metric._compute_score_from_stats([int(value) for value in stats])
 
 
-def file_bleu(hypothesis: str, reference: str, tokenize: str = "13a") -> tuple[float, str]:
+def file_bleu(hypothesis: str, reference: str, tokenize: str = "13a",
+              lines: Sequence[int] | None = None) -> tuple[float, str]:
     """sacreBLEU of a hypothesis file against one reference file, and its signature (``none``: the text is
-    tokenised already, on purpose). Raises ValueError when their line counts differ."""
+    tokenised already, on purpose); given ``lines`` (0-based indices), of those lines alone. Raises ValueError when
+    their line counts differ."""
     hyps, refs = read_lines(hypothesis), read_lines(reference)
     if len(hyps) != len(refs):
         raise ValueError(f"{hypothesis} has {len(hyps)} lines but {reference} has {len(refs)}")
+    if lines is not None:
+        hyps, refs = [hyps[at] for at in lines], [refs[at] for at in lines]
     metric = BLEU(tokenize=tokenize, force=tokenize == "none")
     return metric.corpus_score(hyps, [refs]).score, str(metric.get_signature())

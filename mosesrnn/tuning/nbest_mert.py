@@ -64,10 +64,13 @@ def starting_weights(problem: TuningProblem, init: str | None) -> tuple[np.ndarr
 
 
 def mert_nbest_files(nbest: Sequence[str], references: Sequence[str], init: str | None = None, tokenize: str = "none",
-               options: MertOptions = MertOptions()) -> NbestMertResult:
-    """Run MERT on the pooled n-best lists ``nbest`` of the sentences of ``references`` (one or more files)."""
+                     options: MertOptions = MertOptions(), sentences: Sequence[int] | None = None) -> NbestMertResult:
+    """Run MERT on the pooled n-best lists ``nbest`` of the sentences of ``references`` (one or more files); given
+    ``sentences`` (0-based), on those sentences alone (the rest of the lists and references held out)."""
     bleu = BleuStatistics(read_references(references), tokenize=tokenize)
     problem = load_nbest(nbest, bleu)
+    if sentences is not None:
+        problem = problem.subset(sentences)
     start, source = starting_weights(problem, init)
     result = mert(problem, bleu.scores, start, options)
 
