@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean gpu-bundle
 
 $(STAMP): setup.cfg pyproject.toml
 	python3 -m venv $(VENV)
@@ -27,6 +27,12 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PYTHON) benchmarks/score_speed.py
 	$(PYTHON) benchmarks/train_speed.py
+
+# What a bare GPU host needs beside the tree, into bundle/ (ignored; carry it: carry ["bundle"]); needs ../shared.
+# Then on the host: bash benchmarks/on_device.sh OUTDIR (docs/performance.md, "The device check").
+BUNDLE_PYTHON ?= $(if $(wildcard $(PYTHON)),$(PYTHON),python3)
+gpu-bundle:
+	$(BUNDLE_PYTHON) benchmarks/gpu_bundle.py
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache

@@ -7,7 +7,8 @@ in order. The time inside the model's two calls (``source_context``, ``score_log
 apart and subtracted; the row says the time outside it per 100,000 pairs. The end-to-end rows time
 `mosesrnn score` on the first --lines lines (gzipped) with ``--features unk`` (no network) and with the
 tiny model's rnn column (without the normaliser), for each ``--workers`` of --workers-list (skipped when
-the installed scorer has no ``--workers``), the model on one thread.
+the installed scorer has no ``--workers``), the model on one thread. Their lines/s divide the lines actually
+written to the head file (a table shorter than --lines gives fewer, and the heading says so), not --lines.
 
 Run it against two checkouts side by side (the same script, the code from PYTHONPATH):
 
@@ -99,7 +100,8 @@ def has_workers() -> bool:
 
 
 def end_to_end(table: str, lines: int, model: str, features: str, workers: int | None, rounds: int) -> float:
-    """Median lines/s of `mosesrnn score` (a child process, its start-up included) over ``rounds`` runs."""
+    """Median lines/s of `mosesrnn score` (a child process, its start-up included) over ``rounds`` runs of
+    ``table``, which holds ``lines`` lines."""
     speeds = []
     with tempfile.TemporaryDirectory() as directory:
         command = [sys.executable, "-m", "mosesrnn.cli", "score", table, "-m", model, "--features", features,
@@ -141,19 +143,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         table = os.path.join(directory, "head.gz")
         with gzip.open(args.table) as source, gzip.open(table, "wb", 1) as out:
-            out.writelines(itertools.islice(source, args.lines))
+            head = list(itertools.islice(source, args.lines))
+            out.writelines(head)
+        lines = len(head)  # what the rows divide by: the table may hold fewer than --lines
         model = os.path.join(directory, "tiny.pt")
         trained = tiny_model(entries)
         # standing as self-normalised, so that --normalizer skip runs: the network is then a gather, not a softmax
         save_encoder_decoder(model, trained.model, trained.text, info={"self_norm": 0.1, "log_z_mean": 0.0})
         workers = [int(n) for n in args.workers_list.split(",")] if has_workers() else [None]
-        print(f"\n== end to end: mosesrnn score on the first {args.lines:,} lines, median of {args.rounds} runs "
+        short = f" (asked {args.lines:,}: the table holds no more)" if lines < args.lines else ""
+        print(f"\n== end to end: mosesrnn score on the first {lines:,} lines{short}, median of {args.rounds} runs "
               f"(start-up included){'' if workers != [None] else '; this scorer has no --workers'}")
         print("| features | --workers | lines/s |")
         print("|---|---|---|")
         for features in ("unk", "rnn"):
             for count in workers:
-                speed = end_to_end(table, args.lines, model, features, count, args.rounds)
+                speed = end_to_end(table, lines, model, features, count, args.rounds)
                 print(f"| {features}{' (tiny model)' if features == 'rnn' else ''} | "
                       f"{'-' if count is None else count} | {speed:,.0f} |", flush=True)
 

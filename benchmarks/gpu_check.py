@@ -7,17 +7,25 @@ GPU time is scarce (a 15-minute session, drawn by chance), so this prints, in un
 3. model only: ``RNNFeature.values`` pairs/s on the first lines of the Tatoeba table (50,000 on a GPU), by
    preset (random weights: speed does not depend on training), path (exact fp32, exact bf16, skip fp32) and
    ``batch_tokens`` (4,096 and 32,768 on a GPU), with the share of the roofline (useful FLOP/s / matmul FLOP/s);
-4. cuda against the CPU: max and mean |delta log p| of the shipped model's values, on the device in fp32 and
+4. the decode's waits: how often a chunk reads the device back (on a GPU the profiler's synchronisations and
+   device-to-host copies; on a CPU the tensor calls that would be one), against its batches;
+5. cuda against the CPU: max and mean |delta log p| of the shipped model's values, on the device in fp32 and
    bf16 against the CPU's fp32 (skipped on a CPU);
-5. end to end: ``mosesrnn score`` lines/s in a child process on the table's first lines: the shipped model,
+6. end to end: ``mosesrnn score`` lines/s in a child process on the table's first lines: the shipped model,
    ``--normalizer skip``, a paper-preset model, ``--features unk`` alone, and by ``--workers`` where the
    installed ``mosesrnn score`` has that option;
-6. ``mosesrnn train``, ``lm train`` and ``bilm train`` for 45 s of training each (a CPU: 20 s; --quick: 5 s):
+7. the recurrent steps compiled (``compile=``: inductor; CUDA graphs on a GPU) against eager: pairs/s, compile
+   time and how far the values move;
+8. ``mosesrnn train``, ``lm train`` and ``bilm train`` for 20 s of training each (a CPU: 20 s; --quick: 5 s):
    updates, speed and the validation perplexity at the end.
 
-The Tatoeba data are read from shared/data/tatoeba-moses-en-fr inside the checkout or beside it (../shared); where
-it is absent, examples/phrase-table.gz and the 2,000-sentence slices of tests/data stand in (--table names another
-table). Sizes: see ``sizes_for``. Where mosesrnn is not installed, run it with PYTHONPATH=. from the checkout.
+The Tatoeba data are read from --data, else the first of bundle/data/tatoeba-moses-en-fr (what `make gpu-bundle`
+builds, to travel to a GPU host), shared/data/tatoeba-moses-en-fr inside the checkout, and the same beside it
+(../shared). Every row names the sizes it ran on (the ``size`` column). On cuda a run whose data are smaller than
+its rows ask for stops at once, in one line; on a CPU the rows run on what there is and each says so ("asked
+..."); without any data folder, on a CPU only, examples/phrase-table.gz and the 2,000-sentence slices of tests/data
+stand in (said in the same way). Sizes: see ``sizes_for``. Where mosesrnn is not installed, run it with
+PYTHONPATH=. from the checkout; a GPU host runs it through ``bash benchmarks/on_device.sh``.
 
 Every table comes with the command that made it. A time budget (--budget, 8 minutes) is checked before
 every row: what would not fit is skipped with a note, and children are killed at the budget's end.
@@ -45,23 +53,35 @@ from pathlib import Path
 
 import click
 import torch
+from compile_speed import HEADER as COMPILE_HEADER
+from compile_speed import compile_rows
 from score_speed import flops_per_pair, matmul_flops, pairs_per_second, trained_model
+from torch.overrides import TorchFunctionMode
 
 from mosesrnn.cli import main as cli
 from mosesrnn.encdec.model_file import load_encoder_decoder, save_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
+from mosesrnn.io import gzip_stream
+from mosesrnn.io.compressed import count_lines, open_input
 from mosesrnn.runtime.cpu import cpu_flags
 from mosesrnn.runtime.devices import resolve_device
+from mosesrnn.text.id_arrays import length_batches
 
 ROOT = Path(__file__).resolve().parents[1]
-#: the Tatoeba system's data: in shared/ inside the checkout (it travels with it to a lent machine), else beside it
-SHARED = next((folder for folder in (ROOT / "shared/data/tatoeba-moses-en-fr",
-                                     ROOT.parent / "shared/data/tatoeba-moses-en-fr") if folder.exists()),
-              ROOT.parent / "shared/data/tatoeba-moses-en-fr")
+#: where the Tatoeba system's data are looked for, in this order: the device bundle (it travels to a GPU host with
+#: the tree, `make gpu-bundle`), shared/ inside the checkout, and ../shared beside it
+DATA_FOLDERS = (ROOT / "bundle/data/tatoeba-moses-en-fr", ROOT / "shared/data/tatoeba-moses-en-fr",
+                ROOT.parent / "shared/data/tatoeba-moses-en-fr")
 TESTS = ROOT / "tests/data"
+#: a data folder's files: the phrase table, and the joint model's and CSLM's training text and alignment
+TABLE_FILE, TRAIN_FILES = "phrase-table.gz", ("train.tok.en.gz", "train.tok.fr.gz", "train.align.gdfa.gz")
 MODEL = ROOT / "examples/model/tatoeba-small.pt"
 PATHS = (("exact", "fp32"), ("exact", "bf16"), ("skip", "fp32"))
+#: each section's deadline as a share of the budget (model only, waits, agreement, end to end, compiled; training
+#: takes the rest), by the sections' weight: on a GPU the end-to-end rows and the compiling weigh most, on a CPU
+#: the paper preset's model-only rows
+DEADLINES = {"gpu": (0.20, 0.27, 0.31, 0.56, 0.80), "cpu": (0.35, 0.40, 0.42, 0.65, 0.82)}
 SCORED = re.compile(r"scored (\d+) lines .* in ([\d.]+) s \(([\d.]+) lines/s\)")
 STOPPED = re.compile(r"stopped \((\w+)\) after (\d+) updates: .*; (\d+) ([\w-]+)/s")
 PERPLEXITY = re.compile(r"validation perplexity ([\d.]+)")
@@ -78,7 +98,13 @@ class Sizes:
     train_seconds: int
     train_lines: int  # `mosesrnn train`: the first lines of the table
     matmul_hidden: int  # the peak: (1024 x H) by (H x 3H)
-    small_data: bool  # lm/bilm on tests/data's 2,000 sentences instead of the 140,098 of ../shared
+    compile_pairs: int  # the compiled steps against eager
+    chunk_lines: int = 20000  # as `mosesrnn score` cuts the table (the waits are counted per chunk)
+    train_sentences: int | None = None  # lm and bilm train: the first sentences of the training text (None: all)
+
+    def table_lines(self) -> int:
+        """The most lines of the phrase table any row reads."""
+        return max(self.pairs, self.score_lines, self.agreement_pairs, self.train_lines, self.compile_pairs)
 
 
 def sizes_for(device: str, quick: bool) -> Sizes:
@@ -86,10 +112,67 @@ def sizes_for(device: str, quick: bool) -> Sizes:
     gpu = device != "cpu"
     batch_tokens = (4096, 32768) if gpu else (1024, 4096)
     if quick:
-        return Sizes(50, 1, batch_tokens, 200, 1000, 5, 3000, 256, True)
+        return Sizes(50, 1, batch_tokens, 200, 1000, 5, 3000, 256, 100, 20, 2000)
     if gpu:
-        return Sizes(50_000, 3, batch_tokens, 100_000, 5000, 45, 500_000, 4096, False)
-    return Sizes(500, 2, batch_tokens, 4000, 2000, 20, 20_000, 1024, False)
+        return Sizes(50_000, 2, batch_tokens, 100_000, 5000, 20, 500_000, 4096, 50_000)
+    return Sizes(500, 2, batch_tokens, 4000, 2000, 20, 20_000, 1024, 500, 200, 20_000)
+
+
+@dataclasses.dataclass(frozen=True)
+class Data:
+    """The data a run reads: the phrase table and its line count, the training text, where they came from."""
+    table: str
+    table_lines: int
+    train: tuple[str, str, str]  # source and target sentences, their alignment
+    train_sentences: int
+    where: str
+
+    def shortfalls(self, sizes: Sizes) -> list[str]:
+        """What the rows ask for and the data lack, in words (empty: every row runs on the size it names)."""
+        return ([f"the phrase table {self.table} holds {self.table_lines:,} lines and the rows ask for up to "
+                 f"{sizes.table_lines():,}"] if self.table_lines < sizes.table_lines() else [])
+
+
+def find_data(given: str | None, table: str | None) -> Data | None:
+    """The data folder (``given``, else the first of :data:`DATA_FOLDERS` there is) and its files; ``table``
+    replaces its phrase table. None where there is no folder: then the stand-ins (:func:`stand_ins`)."""
+    folder = Path(given) if given else next((f for f in DATA_FOLDERS if (f / TABLE_FILE).exists()), None)
+    if folder is None:
+        return None
+    missing = [name for name in (TABLE_FILE, *TRAIN_FILES) if not (folder / name).exists()]
+    if missing and not (table and missing == [TABLE_FILE]):
+        raise SystemExit(f"gpu_check: {folder} lacks {', '.join(missing)}: build the bundle with `make gpu-bundle` "
+                         f"(beside ../shared) or name a Tatoeba data folder with --data")
+    table = table or str(folder / TABLE_FILE)
+    train = tuple(str(folder / name) for name in TRAIN_FILES)
+    return Data(table, count_lines(table), train, count_lines(train[0]), str(folder))
+
+
+def stand_ins(table: str | None) -> Data:
+    """Where no data folder is at hand (a CPU run only): the example table and tests/data's 2,000 sentences."""
+    table = table or str(ROOT / "examples/phrase-table.gz")
+    train = tuple(str(TESTS / f"tatoeba.train2k.{name}") for name in ("tok.en", "tok.fr", "align"))
+    return Data(table, count_lines(table), train, count_lines(train[0]),
+                "stand-ins: no Tatoeba data folder was found (examples/ and tests/data)")
+
+
+def refusal(device: str, data: Data | None, sizes: Sizes) -> str | None:
+    """The one line that stops a GPU run on data smaller than its rows ask for (None: it runs). A CPU run goes on,
+    each row saying what it used."""
+    if device == "cpu":
+        return None
+    if data is None:
+        return ("gpu_check: no Tatoeba data folder (bundle/data/tatoeba-moses-en-fr, shared/ or ../shared): a GPU run "
+                "would measure stand-ins; build the bundle with `make gpu-bundle` or pass --data")
+    if short := data.shortfalls(sizes):
+        return (f"gpu_check: {'; '.join(short)}: a GPU run would measure less than its rows name; rebuild the bundle "
+                f"(`make gpu-bundle`) or pass --data with the whole Tatoeba data")
+    return None
+
+
+def sized(used: int, asked: int, unit: str) -> str:
+    """A row's size cell: ``50,000 pairs``, or what it used and what it asked for where the data ran short."""
+    return f"{used:,} {unit}" + (f" (asked {asked:,}: the data hold no more)" if used < asked else "")
 
 
 class Report:
@@ -219,7 +302,7 @@ def git_commit(given: str | None) -> str:
     return commit.stdout.strip() + (" + local changes" if changed else "")
 
 
-def device_section(report: Report, device: str, args, sizes: Sizes, table: str) -> None:
+def device_section(report: Report, device: str, args, sizes: Sizes, data: Data) -> None:
     report.section("Device")
     if device != "cpu":
         properties = torch.cuda.get_device_properties(device)
@@ -231,7 +314,10 @@ def device_section(report: Report, device: str, args, sizes: Sizes, table: str) 
     report.line(f"- torch {torch.__version__}; python {sys.version.split()[0]}; git commit {git_commit(args.commit)}")
     report.line(f"- {datetime.datetime.now().isoformat(timespec='seconds')}; "
                 f"command: `{shell(['python', 'benchmarks/gpu_check.py', *sys.argv[1:]])}`")
-    report.line(f"- table: {table}; sizes: {dataclasses.asdict(sizes)}; budget {args.budget:.0f} s")
+    report.line(f"- data: {data.where}; table {data.table} ({data.table_lines:,} lines); training text "
+                f"{data.train[0]} ({data.train_sentences:,} sentences)")
+    report.line(f"- sizes: {dataclasses.asdict(sizes)}; budget {args.budget:.0f} s; gzip through "
+                f"{gzip_stream.backend_name()}")
 
 
 # -- 2. the matmul peak ----------------------------------------------------------------------------------------
@@ -267,7 +353,8 @@ def model_rows(preset: str, trained, entries, peaks, device: str, sizes: Sizes, 
         for normaliser, dtype in PATHS:
             speed = statistics.median(speeds[normaliser, dtype])
             useful = speed * flops[normaliser]
-            rows.append([preset, f"{batch_tokens:,}", f"{normaliser} {dtype}", f"{speed:,.0f}",
+            rows.append([preset, sized(len(entries), sizes.pairs, "pairs"), f"{batch_tokens:,}",
+                         f"{normaliser} {dtype}", f"{speed:,.0f}",
                          f"{min(speeds[normaliser, dtype]):,.0f}-{max(speeds[normaliser, dtype]):,.0f}",
                          f"{flops[normaliser] / 1e6:.2f}", f"{useful / 1e9:,.1f}",
                          f"{useful / peaks[dtype]:.1%} of {dtype}"])
@@ -299,14 +386,97 @@ def model_section(report: Report, budget: Budget, device: str, entries, peaks, s
         trained = random_model(preset, entries)
         rows += model_rows(preset, trained, entries, peaks, device, sizes, budget)
         paper = trained if preset == "paper" else paper
-    report.table(["preset", "batch_tokens", "path", "pairs/s", "rounds min-max", "MFLOP/pair", "useful GFLOP/s",
-                  "roofline share"], rows)
+    report.table(["preset", "size", "batch_tokens", "path", "pairs/s", "rounds min-max", "MFLOP/pair",
+                  "useful GFLOP/s", "roofline share"], rows)
     report.line("\nMFLOP/pair from `score_speed.flops_per_pair` (skip: K = 1, the target's row of G_l); "
                 "roofline share = pairs/s x FLOPs/pair / the matmul peak of that dtype.")
     return paper
 
 
-# -- 4. cuda against the CPU -----------------------------------------------------------------------------------
+# -- 4. the decode's waits -------------------------------------------------------------------------------------
+
+class HostReads(TorchFunctionMode):
+    """Counts the tensor calls that bring a value back to the host (on a GPU, each waits for the device)."""
+
+    READS = {"tolist", "item", "cpu", "__bool__", "__int__", "__float__", "__index__"}
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in self.READS or (name == "to" and any(str(a) == "cpu" for a in args[1:])):
+            self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+#: the profiler's events of a host waiting for a GPU: the runtime's synchronisations and a scalar's read
+WAITS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
+
+
+def device_waits(feature: RNNFeature, chunks: list) -> dict[str, int]:
+    """The profiler's count, over ``chunks``, of synchronisations, device-to-host copies and scalar reads."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as profiled:
+        for chunk in chunks:
+            feature.values(chunk)
+    found = {"synchronise": 0, "DtoH": 0, "scalar": 0}
+    for event in profiled.events():
+        if event.name in WAITS:
+            found["synchronise"] += 1
+        elif "DtoH" in event.name or "Device -> " in event.name:
+            found["DtoH"] += 1
+        elif event.name == "aten::_local_scalar_dense":  # what .item() and .tolist() of a GPU tensor run
+            found["scalar"] += 1
+    return found
+
+
+def waits_section(report: Report, budget: Budget, device: str, entries, sizes: Sizes) -> None:
+    """How often a chunk of the scorer waits for the device, against how many batches it runs."""
+    report.section("Decode waits per chunk")
+    if not budget.allows(10, "the count"):
+        return
+    batch_tokens = min(sizes.batch_tokens)  # the smallest batches: the most of them per chunk
+    chunks = [entries[start:start + sizes.chunk_lines] for start in range(0, len(entries), sizes.chunk_lines)]
+    if device == "cpu":
+        report.command(f"RNNFeature(load_encoder_decoder('{MODEL.relative_to(ROOT)}'), normaliser=..., dtype=..., "
+                       f"batch_tokens={batch_tokens}).values(chunk) under a TorchFunctionMode counting the tensor "
+                       f"calls that read a value back (tolist, item, cpu, bool, int, float), chunks of "
+                       f"{sizes.chunk_lines:,} pairs")
+    else:
+        report.command(f"torch.profiler (CPU + CUDA) around RNNFeature(load_encoder_decoder("
+                       f"'{MODEL.relative_to(ROOT)}'), device='{device}', normaliser=..., dtype=..., batch_tokens="
+                       f"{batch_tokens}).values(chunk), chunks of {sizes.chunk_lines:,} pairs: "
+                       f"{', '.join(WAITS)}; device-to-host copies; aten::_local_scalar_dense")
+    trained = load_encoder_decoder(str(MODEL), map_location=device)
+    rows = []
+    for normaliser, dtype in PATHS:
+        feature = RNNFeature(trained, normaliser=normaliser, dtype=dtype, batch_tokens=batch_tokens, device=device)
+        batches = [len(length_batches(feature.encoder(chunk).outputs.lengths + 1, batch_tokens)) for chunk in chunks]
+        feature.values(chunks[0])  # warm-up: the device's first use
+        size = sized(len(entries), sizes.pairs, "pairs") + f" in {len(chunks)} chunks"
+        per_chunk = f"{statistics.fmean(batches):.1f}"
+        if device == "cpu":
+            with HostReads() as reads:
+                for chunk in chunks:
+                    feature.values(chunk)
+            rows.append([f"{normaliser} {dtype}", size, per_chunk, f"{reads.count / len(chunks):.1f}"])
+        else:
+            found = device_waits(feature, chunks)
+            rows.append([f"{normaliser} {dtype}", size, per_chunk, f"{found['synchronise'] / len(chunks):.1f}",
+                         f"{found['DtoH'] / len(chunks):.1f}", f"{found['scalar'] / len(chunks):.1f}"])
+    if device == "cpu":
+        report.table(["path", "size", "batches per chunk", "host reads per chunk"], rows)
+    else:
+        report.table(["path", "size", "batches per chunk", "synchronisations per chunk", "DtoH copies per chunk",
+                      "scalar reads per chunk"], rows)
+    report.line("\nOne wait per chunk (the values' copy back) whatever the batches: the lengths, the order and the "
+                "positions are worked out on the host (mosesrnn.encdec.packing).")
+
+
+# -- 5. cuda against the CPU -----------------------------------------------------------------------------------
 
 def agreement_section(report: Report, budget: Budget, device: str, table: str, sizes: Sizes) -> None:
     """max and mean |delta log p| between the device's values of the shipped model and the CPU's fp32 ones."""
@@ -327,16 +497,17 @@ def agreement_section(report: Report, budget: Budget, device: str, table: str, s
         values = RNNFeature(load_encoder_decoder(str(MODEL), map_location=device), device=device,
                             dtype=dtype).values(entries)
         delta = [abs(a - b) for a, b in zip(values, reference)]
-        rows.append([f"{device} {dtype}", f"{max(delta):.2e}", f"{statistics.fmean(delta):.2e}"])
-    report.table(["values", "max |Δ log p| (nats)", "mean |Δ log p|"], rows)
+        rows.append([f"{device} {dtype}", sized(len(entries), sizes.agreement_pairs, "pairs"), f"{max(delta):.2e}",
+                     f"{statistics.fmean(delta):.2e}"])
+    report.table(["values", "size", "max |Δ log p| (nats)", "mean |Δ log p|"], rows)
     report.line(f"\nmean |log p| of the CPU's values: {statistics.fmean(abs(v) for v in reference):.2f}")
 
 
-# -- 5. end to end ---------------------------------------------------------------------------------------------
+# -- 6. end to end ---------------------------------------------------------------------------------------------
 
-def write_head(table: str, path: str, lines: int) -> int:
-    """Write the first ``lines`` lines of ``table`` as a gzip file; how many there were."""
-    with gzip.open(table, "rb") as source, gzip.open(path, "wb", compresslevel=1) as out:
+def write_head(table: str, path: str, lines: int | None) -> int:
+    """Write the first ``lines`` lines (None: all) of ``table`` (gzip or not) as a gzip file; how many there were."""
+    with open_input(table) as source, gzip.open(path, "wb", compresslevel=1) as out:
         head = list(itertools.islice(source, lines))
         out.writelines(head)
     return len(head)
@@ -363,7 +534,8 @@ def knows_workers() -> bool:
     return any("--workers" in parameter.opts for parameter in score.params)
 
 
-def score_row(label: str, options: list, folder: str, slice_path: str, budget: Budget, lines: int) -> list[str]:
+def score_row(label: str, options: list, folder: str, slice_path: str, budget: Budget, lines: int,
+              size: str) -> list[str]:
     out = os.path.join(folder, "out.gz")
     words = ["score", slice_path, *options, "-o", out, "--restart"]
     done, wall = run_child(words, budget)
@@ -371,10 +543,12 @@ def score_row(label: str, options: list, folder: str, slice_path: str, budget: B
         if os.path.exists(leftover):
             os.remove(leftover)
     if done.returncode:
-        return [label, f"`{shown(words, folder)}`", failure(done), "", ""]
+        return [label, f"`{shown(words, folder)}`", size, failure(done), "", ""]
     found = SCORED.search(done.stderr)
     logged = f"{float(found[3]):,.0f}" if found else "not logged"
-    return [label, f"`{shown(words, folder)}`", logged, f"{wall:.1f}", f"{lines / wall:,.0f}"]
+    if found and int(found[1]) != lines:  # what the scorer read, not what was asked
+        size = f"{int(found[1]):,} lines scored of {lines:,} written"
+    return [label, f"`{shown(words, folder)}`", size, logged, f"{wall:.1f}", f"{lines / wall:,.0f}"]
 
 
 def score_section(report: Report, budget: Budget, device: str, table: str, paper, sizes: Sizes) -> None:
@@ -396,22 +570,50 @@ def score_section(report: Report, budget: Budget, device: str, table: str, paper
             if not budget.allows(need, f"{label} and after"):
                 break
             started = time.monotonic()
-            rows.append(score_row(label, options, folder, slice_path, budget, lines))
+            rows.append(score_row(label, options, folder, slice_path, budget, lines,
+                                  sized(lines, sizes.score_lines, "lines")))
             need = max(need, time.monotonic() - started)
-    report.table(["run", "command", "lines/s (its log)", "wall s (start-up included)", "lines/s (wall)"], rows)
+    report.table(["run", "command", "size", "lines/s (its log)", "wall s (start-up included)", "lines/s (wall)"],
+                 rows)
     if not workers:
         report.line("\n--workers rows skipped: the installed `mosesrnn score --help` has no --workers option yet")
 
 
-# -- 6. training -----------------------------------------------------------------------------------------------
+# -- 7. the recurrent steps compiled ---------------------------------------------------------------------------
 
-def training_runs(train_table: str, device: str, sizes: Sizes) -> list[tuple[str, list]]:
-    """(label, command words) of the three trainers: ``train`` on ``train_table``, the others on Tatoeba's
-    sentences (tests/data's 2,000 with --quick or without ../shared)."""
-    data = TESTS if sizes.small_data or not SHARED.exists() else SHARED
-    en, fr, align = ((data / "tatoeba.train2k.tok.en", data / "tatoeba.train2k.tok.fr", data / "tatoeba.train2k.align")
-                     if data == TESTS else
-                     (data / "train.tok.en.gz", data / "train.tok.fr.gz", data / "train.align.gdfa.gz"))
+def compile_section(report: Report, budget: Budget, device: str, data: Data, sizes: Sizes) -> None:
+    """compile_speed.compile_rows for the small and paper presets at the largest batch_tokens."""
+    report.section("Compiled recurrent steps")
+    modes = ("none", "default", "reduce-overhead") if device != "cpu" else ("none", "default")
+    with read_entries(data.table) as stream:
+        entries = list(itertools.islice(stream, sizes.compile_pairs))
+    batch_tokens = max(sizes.batch_tokens)
+    report.command(f"compile_speed.compile_rows(score_speed.trained_model(preset, pairs), first {len(entries):,} "
+                   f"pairs, '{device}', modes {', '.join(modes)}, rounds={sizes.rounds}, batch_tokens={batch_tokens})"
+                   f" (as `python benchmarks/compile_speed.py --device {device} --pairs {sizes.compile_pairs} "
+                   f"--batch-tokens {batch_tokens}`)")
+    rows, need = [], 30.0
+    for preset in ("small", "paper"):
+        if not budget.allows(need, f"compiled steps, {preset} and after"):
+            break
+        started = time.monotonic()
+        for row in compile_rows(random_model(preset, entries), entries, device, modes, sizes.rounds, batch_tokens,
+                                label=preset):
+            rows.append([row[0], sized(len(entries), sizes.compile_pairs, "pairs"), *row[1:]])
+        need = time.monotonic() - started
+    report.table([COMPILE_HEADER[0], "size", *COMPILE_HEADER[1:]], rows)
+    report.line("\nexact fp32; compile s: the first pass (it compiles every shape the rounds see) less eager's; "
+                "reduce-overhead replays CUDA graphs, each step's rows rounded up to a bucket "
+                "(mosesrnn.encdec.compiled)")
+
+
+# -- 8. training -----------------------------------------------------------------------------------------------
+
+def training_runs(train_table: str, text: tuple[str, str, str], device: str,
+                  sizes: Sizes) -> list[tuple[str, list]]:
+    """(label, command words) of the three trainers: ``train`` on ``train_table``, the others on ``text``, the
+    training sentences (the Tatoeba system's 140,098, or their first ``sizes.train_sentences``)."""
+    en, fr, align = text
     small = device == "cpu"  # the CPU trains the small presets; a GPU the shipped recipe and Moses' presets
     common = ["--max-time", f"{sizes.train_seconds}s", "--device", device, "--valid-every", 10 ** 9, "--restart"]
     return [("train (RNN Encoder-Decoder, small)", ["train", train_table, "--preset", "small", *common]),
@@ -437,37 +639,44 @@ def run_log(output: str) -> dict:
     return found
 
 
-def training_row(label: str, words: list, folder: str, budget: Budget) -> list[str]:
+def training_row(label: str, words: list, folder: str, budget: Budget, size: str) -> list[str]:
     """Run one trainer; its updates, speed, final validation perplexity (summary line, else train.jsonl)."""
     output = os.path.join(folder, label.split()[0] + "-model")
     words = [*words, "-o", output]
     done, wall = run_child(words, budget)
     if done.returncode:
-        return [label, f"`{shown(words, folder)}`", failure(done), "", "", "", ""]
+        return [label, f"`{shown(words, folder)}`", size, failure(done), "", "", "", ""]
     found = run_log(output)
     if stopped := STOPPED.search(done.stderr):
         found.update(updates=stopped[2], speed=f"{int(stopped[3]):,} {stopped[4]}/s", stop=stopped[1])
     if perplexity := PERPLEXITY.search(done.stdout):
         found["perplexity"] = perplexity[1]
-    return [label, f"`{shown(words, folder)}`", found.get("updates", "?"), found.get("speed", "?"),
+    return [label, f"`{shown(words, folder)}`", size, found.get("updates", "?"), found.get("speed", "?"),
             found.get("perplexity", "not validated"), found.get("stop", "?"), f"{wall:.0f}"]
 
 
-def training_section(report: Report, budget: Budget, device: str, table: str, sizes: Sizes) -> None:
+def training_section(report: Report, budget: Budget, device: str, data: Data, sizes: Sizes) -> None:
     report.section("Training runs")
     rows, need = [], sizes.train_seconds + 20.0
     with tempfile.TemporaryDirectory(prefix="gpu-check-train-") as folder:
         train_table = os.path.join(folder, "train-slice.gz")
-        lines = write_head(table, train_table, sizes.train_lines)
+        lines = write_head(data.table, train_table, sizes.train_lines)
+        text, sentences = data.train, data.train_sentences
+        if sizes.train_sentences is not None:  # their first sentences, with their alignment
+            text = tuple(os.path.join(folder, name) for name in TRAIN_FILES)
+            sentences = min(write_head(whole, head, sizes.train_sentences) for whole, head in zip(data.train, text))
         report.line(f"Each trainer for {sizes.train_seconds} s of training (reading the data and the one validation "
-                    f"at the end excluded); train-slice.gz: the first {lines:,} lines of {table}\n")
-        for label, words in training_runs(train_table, device, sizes):
+                    f"at the end excluded); train-slice.gz: the first {lines:,} lines of {data.table}; lm and bilm "
+                    f"on the first {sentences:,} sentences of {data.train[0]} and its companions\n")
+        for label, words in training_runs(train_table, text, device, sizes):
             if not budget.allows(need, f"{label} and after"):
                 break
             started = time.monotonic()
-            rows.append(training_row(label, words, folder, budget))
+            size = (sized(lines, sizes.train_lines, "lines") if words[0] == "train"
+                    else sized(sentences, sizes.train_sentences or data.train_sentences, "sentences"))
+            rows.append(training_row(label, words, folder, budget, size))
             need = max(need, time.monotonic() - started)
-    report.table(["trainer", "command", "updates", "speed", "validation perplexity", "stop", "wall s"], rows)
+    report.table(["trainer", "command", "size", "updates", "speed", "validation perplexity", "stop", "wall s"], rows)
 
 
 # -- the run ---------------------------------------------------------------------------------------------------
@@ -479,28 +688,39 @@ def main() -> None:
     parser.add_argument("--out", help="also write the report (markdown) to this file")
     parser.add_argument("--budget", type=float, default=480, help="seconds the whole run may take [480]")
     parser.add_argument("--commit", help="the commit to report where the checkout is a copy without git")
-    parser.add_argument("--table", help="the phrase table [../shared's Tatoeba table, else examples/phrase-table.gz]")
+    parser.add_argument("--data", help="the Tatoeba data folder (phrase-table.gz, train.tok.en.gz, train.tok.fr.gz, "
+                                       "train.align.gdfa.gz) [bundle/data/..., else shared/data/... in or beside "
+                                       "the checkout]")
+    parser.add_argument("--table", help="another phrase table than the data folder's")
     args = parser.parse_args()
     try:
         device = resolve_device(args.device)
     except ValueError as error:
         parser.error(str(error))
     sizes = sizes_for(device, args.quick)
-    table = args.table or str(SHARED / "phrase-table.gz" if SHARED.exists() else ROOT / "examples/phrase-table.gz")
+    data = find_data(args.data, args.table)
+    if refused := refusal(device, data, sizes):
+        raise SystemExit(refused)
+    data = data or stand_ins(args.table)
     report = Report(args.out)
     budget = Budget(args.budget, report)
-    device_section(report, device, args, sizes, table)
+    device_section(report, device, args, sizes, data)
     peaks = matmul_section(report, device, sizes)
-    with read_entries(table) as stream:
+    with read_entries(data.table) as stream:
         entries = list(itertools.islice(stream, sizes.pairs))
-    budget.until(0.40)  # the deadlines: a GPU needs about 0.1, 0.12, 0.35 and 0.75 of the 480 s
+    deadlines = iter(DEADLINES["cpu" if device == "cpu" else "gpu"])
+    budget.until(next(deadlines))
     paper = model_section(report, budget, device, entries, peaks, sizes)
-    budget.until(0.45)
-    agreement_section(report, budget, device, table, sizes)
-    budget.until(0.70)
-    score_section(report, budget, device, table, paper, sizes)
+    budget.until(next(deadlines))
+    waits_section(report, budget, device, entries, sizes)
+    budget.until(next(deadlines))
+    agreement_section(report, budget, device, data.table, sizes)
+    budget.until(next(deadlines))
+    score_section(report, budget, device, data.table, paper, sizes)
+    budget.until(next(deadlines))
+    compile_section(report, budget, device, data, sizes)
     budget.until(1.0)
-    training_section(report, budget, device, table, sizes)
+    training_section(report, budget, device, data, sizes)
     report.flush_notes()
     report.line(f"\ntotal {budget.elapsed():.0f} s of the {args.budget:.0f}-s budget")
     report.save()

@@ -76,22 +76,24 @@ class Model:
         return self.trained.info
 
     def log_prob(self, sources: Sequence[str], targets: Sequence[str], *, length_normalize: bool = False,
-                 batch_tokens: int = 4096) -> list[float]:
+                 batch_tokens: int = 4096, compile: bool | str = False) -> list[float]:
         """log p(target | source) of each pair in natural log, EOS included (per predicted token with
         ``length_normalize``); for a ``target-to-source`` model p(source | target). The values of
-        ``mosesrnn score``'s rnn column (before its ``e^v``)."""
+        ``mosesrnn score``'s rnn column (before its ``e^v``). ``compile``: the recurrent steps compiled
+        (``score --compile``, :mod:`mosesrnn.encdec.compiled`; the values move by float rounding)."""
         sources, targets = _texts(sources, "sources"), _texts(targets, "targets")
         if len(sources) != len(targets):
             raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
-        return self._scorer(batch_tokens, length_normalize).log_probs(
+        return self._scorer(batch_tokens, length_normalize, compile).log_probs(
             [_Pair(source, target) for source, target in zip(sources, targets)])
 
-    def _scorer(self, batch_tokens: int, length_normalize: bool):
+    def _scorer(self, batch_tokens: int, length_normalize: bool, compile: bool | str = False):
         from .encdec.scoring import PairScorer
-        key = (batch_tokens, length_normalize)
+        key = (batch_tokens, length_normalize, compile)
         if key not in self._scorers:  # built once: an int8 model is quantised when built
             self._scorers[key] = PairScorer(self.trained, device=self.device, dtype=self.dtype,
-                                            batch_tokens=batch_tokens, length_normalize=length_normalize)
+                                            batch_tokens=batch_tokens, length_normalize=length_normalize,
+                                            compile=compile)
         return self._scorers[key]
 
     def token_log_probs(self, sources: Sequence[str], targets: Sequence[str], *,

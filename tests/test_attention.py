@@ -19,7 +19,7 @@ from mosesrnn.encdec.attention import AttentionContext
 from mosesrnn.encdec.batching import pad
 from mosesrnn.encdec.config import EOS_ID, PAD_ID, ModelConfig
 from mosesrnn.encdec.model import build_model
-from mosesrnn.encdec.model_file import load_trained_model
+from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.nbest import parse_line
 from mosesrnn.formats.phrase_table import read_entries
@@ -170,7 +170,7 @@ def test_init_follows_the_paper():
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     path = tmp_path_factory.mktemp("attention") / "tiny.pt"
-    return load_trained_model(save_tiny_model(str(path), encoder="attention"))
+    return load_encoder_decoder(save_tiny_model(str(path), encoder="attention"))
 
 
 def test_rnn_feature_scores_a_phrase_table_as_the_model_does(trained):
@@ -243,7 +243,7 @@ def test_cli_trains_on_a_corpus_and_translates(tmp_path):
                                        "--vocab-size", "150", "--embed-dim", "8", "--hidden-dim", "8",
                                        "--maxout-units", "4", "--output-rank", "4", "--threads", "1", "-q"])
     assert result.exit_code == 0, result.output
-    trained = load_trained_model(str(out / "best.pt"))
+    trained = load_encoder_decoder(str(out / "best.pt"))
     assert trained.model.config.encoder == "attention" and trained.model.config.options == {"attention_dim": 0}
     assert "corpus" in trained.info["data"]
     (tmp_path / "in.txt").write_text("the house\n\ni am here .\n")

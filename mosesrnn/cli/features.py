@@ -99,6 +99,9 @@ def _options(encoding: str, sentences: bool) -> list:
                      help="Target tokens (rows x longest length) per decoder batch [default: 4096 on a CPU, "
                           "32768 on a GPU]."),
         THREADS,
+        click.option("--compile/--no-compile", "compile", default=False, show_default=True,
+                     help="Run the rnn columns' recurrent steps compiled (torch.compile; CUDA graphs on a GPU). "
+                          "Values move by float rounding (under 1e-5 nats); off, they are the eager path's."),
     ]
 
 

@@ -37,6 +37,7 @@ from .config import ModelConfig
 from .decoder import C14Decoder, SequenceTerms, per_pair
 from .encoders import Encoder
 from .layers import at_least_float32, lengths_mask
+from .packing import host_lengths, packing
 
 __all__ = ["Annotations", "AttentionContext", "BiGRUEncoder", "AttentionDecoder", "gru_step"]
 
@@ -238,11 +239,12 @@ class AttentionDecoder(nn.Module):
         return log_p.masked_fill(~lengths_mask(trg_lengths, trg.size(1)), 0.0)
 
     def sequence_log_prob(self, ctx: AttentionContext, trg: Tensor, trg_lengths: Tensor,
-                          row_block: int = 512, normaliser: str = "exact") -> Tensor:
+                          row_block: int = 512, normaliser: str = "exact", lengths=None) -> Tensor:
         """log p(y | x) of targets (B, T) ending in EOS, in the fast scoring order (C14's: rows sorted by
         length, the recurrence on the rows still going, the output layer blockwise on the real positions);
-        (B,). ``normaliser="skip"``: the targets' raw scores g_y . t + b_y (a self-normalised model's)."""
-        order, rows, t_pooled, targets = self._packed_readout(ctx, trg, trg_lengths)
+        (B,). ``normaliser="skip"``: the targets' raw scores g_y . t + b_y (a self-normalised model's).
+        ``lengths``: the host's copy of ``trg_lengths``, where the caller has one (:mod:`~mosesrnn.encdec.packing`)."""
+        order, rows, t_pooled, targets = self._packed_readout(ctx, trg, trg_lengths, lengths)
         if normaliser == "skip":
             token_scores = self._target_logits(self.G_r(t_pooled), targets)
         elif normaliser == "exact":
@@ -259,26 +261,25 @@ class AttentionDecoder(nn.Module):
         return SequenceTerms(per_pair(target_logits - log_z, rows, order), per_pair(log_z, rows, order),
                              per_pair(log_z.square(), rows, order))
 
-    def _packed_readout(self, ctx: AttentionContext, trg: Tensor,
-                        trg_lengths: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """The deep outputs t_i of the real positions, rows sorted by decreasing length, step-major.
+    def _packed_readout(self, ctx: AttentionContext, trg: Tensor, trg_lengths: Tensor,
+                        lengths=None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The deep outputs t_i of the real positions, rows sorted by decreasing length, step-major (the order
+        and the positions worked out on the host: :mod:`~mosesrnn.encdec.packing`).
 
         Returns (order (B,): the sorted rows' input positions; rows (N,); t (N, M); targets (N,))."""
-        order = torch.argsort(trg_lengths, descending=True, stable=True)  # (B,)
-        trg, ctx = trg[order], ctx.index_select(order)
-        active = lengths_mask(trg_lengths[order], trg.size(1)).sum(0).tolist()  # n_i per step i
+        pack = packing(host_lengths(lengths, trg_lengths), trg.device)
+        trg, ctx = trg[pack.order], ctx.index_select(pack.order)
         e_prev = self.previous_embeddings(trg)  # (B, T, E)
         x_proj = self.W(e_prev)  # (B, T, 3H)
         s, states, contexts = self.initial_state(ctx), [], []
-        for i, n in enumerate(active):
+        for i, n in enumerate(pack.active):
             c = self.attend(ctx, s[:n])  # the first n rows of ctx
             s = self.next_state(x_proj[:n, i], s[:n], c)
             states.append(s)
             contexts.append(c)
-        rows = torch.cat([torch.arange(n, device=trg.device) for n in active])  # (N,) step-major
-        steps = torch.cat([torch.full((n,), i, device=trg.device) for i, n in enumerate(active)])
+        rows, steps = pack.rows, pack.steps  # (N,) step-major
         t_pooled = self.readout(torch.cat(states), e_prev[rows, steps], torch.cat(contexts))  # (N, M)
-        return order, rows, t_pooled, trg[rows, steps]
+        return pack.order, rows, t_pooled, trg[rows, steps]
 
     def step(self, ctx: AttentionContext, prev_words: Tensor | None, s: Tensor) -> tuple[Tensor, Tensor]:
         """One step from s_{i-1} (B, H) and y_{i-1} (B,) (None at i = 1: E y_0 = 0; s = :meth:`initial_state`).

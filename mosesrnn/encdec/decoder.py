@@ -15,9 +15,11 @@ from typing import NamedTuple, Sequence
 import torch
 from torch import Tensor, nn
 
+from .compiled import active_rows, recurrent_step
 from .config import ModelConfig
 from .encoders import EncoderOutput
 from .layers import at_least_float32, gru_update, lengths_mask, log_normaliser
+from .packing import host_lengths, packing
 
 __all__ = ["DecoderContext", "SequenceTerms", "NORMALISERS", "per_pair", "C14Decoder"]
 
@@ -148,7 +150,7 @@ class C14Decoder(nn.Module):
         return log_p.masked_fill(~mask, 0.0)
 
     def sequence_log_prob(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor,
-                          row_block: int = 512, normaliser: str = "exact") -> Tensor:
+                          row_block: int = 512, normaliser: str = "exact", lengths=None) -> Tensor:
         """log p(y | x) of targets (B, T) ending in EOS, evaluated in the order fastest for scoring; (B,).
 
         The same equations as :meth:`token_log_probs`, three changes of evaluation order: (1) rows
@@ -162,8 +164,11 @@ class C14Decoder(nn.Module):
         ``normaliser="skip"`` (a self-normalised model, see :data:`NORMALISERS`): the sum of the
         targets' raw scores g_y . s + b_y, the rows of G_l gathered for the target ids alone; no
         (N, K) matmul, no normaliser. It equals log p(y | x) + the sum of log Z over the positions.
+
+        ``lengths``: the host's copy of ``trg_lengths`` (a numpy array), where the caller has one: the order and
+        the positions are then worked out without reading the device back (:mod:`~mosesrnn.encdec.packing`).
         """
-        order, rows, s_pooled, targets = self._packed_readout(ctx, trg, trg_lengths)
+        order, rows, s_pooled, targets = self._packed_readout(ctx, trg, trg_lengths, lengths)
         if normaliser == "skip":
             token_scores = self._target_logits(self.G_r(s_pooled), targets)  # (N,)
         elif normaliser == "exact":
@@ -181,25 +186,25 @@ class C14Decoder(nn.Module):
         return SequenceTerms(per_pair(target_logits - log_z, rows, order), per_pair(log_z, rows, order),
                              per_pair(log_z.square(), rows, order))
 
-    def _packed_readout(self, ctx: DecoderContext, trg: Tensor,
-                        trg_lengths: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def _packed_readout(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor,
+                        lengths=None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """The maxout outputs of the real positions, rows sorted by decreasing length, step-major.
 
         Returns (order (B,): the sorted rows' input positions; rows (N,): each position's sorted row;
         s_pooled (N, M); targets (N,): y_t at each position)."""
-        order = torch.argsort(trg_lengths, descending=True, stable=True)  # (B,)
-        trg, ctx = trg[order], ctx.index_select(order)
-        active = lengths_mask(trg_lengths[order], trg.size(1)).sum(0).tolist()  # n_t per step t
+        pack = packing(host_lengths(lengths, trg_lengths), trg.device)  # the bookkeeping, on the host
+        trg, ctx = trg[pack.order], ctx.index_select(pack.order)
         e_prev = self.previous_embeddings(trg)  # (B, T, E)
         x_proj = self.W(e_prev)  # (B, T, 3H)
         h, states = self.initial_state(ctx), []
-        for t, n in enumerate(active):
-            h = self.next_state(x_proj[:n, t], h[:n], ctx.gate_context[:n])
-            states.append(h)  # (n_t, H)
-        rows = torch.cat([torch.arange(n, device=trg.device) for n in active])  # (N,) step-major
-        steps = torch.cat([torch.full((n,), t, device=trg.device) for t, n in enumerate(active)])
+        step, batch = recurrent_step(self, "next_state"), trg.size(0)
+        for t, n in enumerate(pack.active):
+            computed = active_rows(n, batch)  # n, or more where CUDA graphs replay fixed row counts
+            h = step(x_proj[:computed, t], h[:computed], ctx.gate_context[:computed])
+            states.append(h[:n])  # (n_t, H)
+        rows, steps = pack.rows, pack.steps  # (N,) step-major
         s_pooled = self.readout(torch.cat(states), e_prev[rows, steps], ctx.output_context[rows])  # (N, M)
-        return order, rows, s_pooled, trg[rows, steps]
+        return pack.order, rows, s_pooled, trg[rows, steps]
 
     def _target_log_probs(self, s_pooled: Tensor, targets: Tensor, row_block: int) -> Tensor:
         """log p(y_t = targets) from maxout outputs (N, M) and ids (N,), blockwise; shape (N,)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 import torch
 from torch import Tensor, nn
 
+from .compiled import recurrent_step
 from .config import ModelConfig
 from .convolution import KernelBank, apply_plan, csm_plan, grouped, plan_columns
 from .layers import at_least_float32, gru_update, lengths_mask
@@ -106,11 +107,16 @@ class GRUEncoder(Encoder):
         e_x = self.embed(src)  # (B, S, E)
         x_proj = self.W(e_x)  # (B, S, 3H), all steps in one matmul
         h = x_proj.new_zeros(B, self.hidden_dim)  # h_0 = 0
+        step = recurrent_step(self, "next_state")  # compiled where the scorer asks (mosesrnn.encdec.compiled)
         for t in range(S):
-            h_new = gru_update(x_proj[:, t], self.U(h), h)
-            h = torch.where(mask[:, t, None], h_new, h)  # frozen after the end: h = h_N
+            h = step(x_proj[:, t], h, mask[:, t, None])
         c = torch.tanh(self.V(h))  # (B, H)   c = tanh(V h_N)
         return EncoderOutput(c=c, m_x=self.mean_embedding(e_x, mask, src_lengths))
+
+    def next_state(self, x_proj: Tensor, h: Tensor, going: Tensor) -> Tensor:
+        """h_t from x_proj = [W_r e; W_z e; W e](x_t) (+ biases) (B, 3H) and h_{t-1} (B, H); rows whose source
+        has ended (``going`` (B, 1) False) keep their state: h = h_N."""
+        return torch.where(going, gru_update(x_proj, self.U(h), h), h)
 
 
 class GrConvEncoder(Encoder):

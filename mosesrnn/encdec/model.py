@@ -93,11 +93,12 @@ class EncoderDecoder(nn.Module):
         return self.decoder.sequence_log_prob(ctx, trg, trg_lengths)
 
     def score_log_prob(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor,
-                       normaliser: str = "exact") -> Tensor:
+                       normaliser: str = "exact", lengths=None) -> Tensor:
         """log p(y | x) of targets (B, T) against contexts (B rows), in the fast scoring order; (B,).
         ``normaliser="skip"``: the targets' raw scores without the softmax normaliser (a self-normalised
-        model: log p + the sum of log Z over the positions)."""
-        return self.decoder.sequence_log_prob(ctx, trg, trg_lengths, normaliser=normaliser)
+        model: log p + the sum of log Z over the positions). ``lengths``: the host's copy of ``trg_lengths``
+        (numpy), so that a GPU is not read back to order the batch (:mod:`mosesrnn.encdec.packing`)."""
+        return self.decoder.sequence_log_prob(ctx, trg, trg_lengths, normaliser=normaliser, lengths=lengths)
 
     def score_token_log_probs(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor) -> Tensor:
         """log p(y_t | y_<t, x) of each step of targets (B, T) against contexts (B rows); (B, T), 0 at padding."""

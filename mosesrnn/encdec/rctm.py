@@ -46,6 +46,7 @@ from .convolution import KernelBank, csm_plan, grouped, invert_plan, plan_column
 from .decoder import SequenceTerms, per_pair
 from .encoders import EncoderOutput, NgramOutput
 from .layers import at_least_float32, lengths_mask, log_normaliser
+from .packing import host_lengths, packing
 
 __all__ = ["RCTM1Context", "RCTM2Context", "RCTM1Decoder", "RCTM2Decoder", "LENGTH_CLASSES"]
 
@@ -149,37 +150,33 @@ class RecurrentLMDecoder(nn.Module):
             states.append(h)
         return torch.stack(states, dim=1)
 
-    def _packed_states(self, ctx, trg: Tensor, steps: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def _packed_states(self, ctx, trg: Tensor, steps: Tensor, host_steps=None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """The states of each row's first ``steps`` positions in the fast scoring order: rows sorted by
-        decreasing length, the recurrence run on the rows still going.
+        decreasing length, the recurrence run on the rows still going (the order worked out on the host,
+        from ``host_steps`` where the caller has them: :mod:`~mosesrnn.encdec.packing`).
 
         Returns (order (B,): the sorted rows' input positions; rows (N,): each position's sorted row;
         h (N, q); targets (N,)), step-major; N may be 0."""
-        order = torch.argsort(steps, descending=True, stable=True)
-        trg, steps, ctx = trg[order], steps[order], ctx.index_select(order)
-        active = lengths_mask(steps, trg.size(1)).sum(0).tolist()
-        active = [n for n in active if n > 0]
+        pack = packing(host_lengths(host_steps, steps), trg.device)
+        trg, steps, ctx = trg[pack.order], steps[pack.order], ctx.index_select(pack.order)
         x = self.previous_inputs(trg)
         cond = self.conditioning(ctx, steps, trg.size(1))
         h = x.new_zeros(trg.size(0), self.q, dtype=at_least_float32(x).dtype)
         states = [h[:0]]  # no positions at all when every row has m = 0 (RCTM II)
-        for t, n in enumerate(active):
+        for t, n in enumerate(pack.active):
             h = self.next_state(x[:n, t], h[:n], cond[:n, min(t, cond.size(1) - 1)])
             states.append(h)
-        empty = torch.zeros(0, dtype=torch.long, device=trg.device)
-        rows = torch.cat([empty, *(torch.arange(n, device=trg.device) for n in active)])  # (N,) step-major
-        positions = torch.cat([empty, *(torch.full((n,), t, device=trg.device) for t, n in enumerate(active))])
-        return order, rows, torch.cat(states), trg[rows, positions]
+        return pack.order, pack.rows, torch.cat(states), trg[pack.rows, pack.steps]
 
     def _packed_log_probs(self, ctx, trg: Tensor, steps: Tensor, row_block: int,
-                          normaliser: str = "exact") -> Tensor:
+                          normaliser: str = "exact", host_steps=None) -> Tensor:
         """Sum over each row's first ``steps`` positions of log P(y_t), in the fast scoring order; (B,).
 
         Rows sorted by decreasing length, the recurrence runs on the rows still going, and the
         output layer on the real positions only, its normaliser blockwise (as C14's scorer does).
         ``normaliser="skip"``: the raw scores o_{y_t} alone, the rows of O of the targets gathered.
         """
-        order, rows, h, targets = self._packed_states(ctx, trg, steps)
+        order, rows, h, targets = self._packed_states(ctx, trg, steps, host_steps)
         if normaliser == "skip":
             token_scores = self._target_logits(h, targets)
         elif normaliser == "exact":
@@ -246,10 +243,11 @@ class RCTM1Decoder(RecurrentLMDecoder):
         return log_p.masked_fill(~lengths_mask(trg_lengths, trg.size(1)), 0.0)
 
     def sequence_log_prob(self, ctx: RCTM1Context, trg: Tensor, trg_lengths: Tensor,
-                          row_block: int = 512, normaliser: str = "exact") -> Tensor:
+                          row_block: int = 512, normaliser: str = "exact", lengths=None) -> Tensor:
         """log P(y | e) of targets (B, T) ending in EOS, in the fast scoring order; (B,). ``normaliser="skip"``:
-        the sum of the raw scores o_y instead (a self-normalised model's)."""
-        return self._packed_log_probs(ctx, trg, trg_lengths, row_block, normaliser)
+        the sum of the raw scores o_y instead (a self-normalised model's). ``lengths``: the host's copy of
+        ``trg_lengths``, where the caller has one."""
+        return self._packed_log_probs(ctx, trg, trg_lengths, row_block, normaliser, lengths)
 
     def sequence_terms(self, ctx: RCTM1Context, trg: Tensor, trg_lengths: Tensor,
                        row_block: int = 512) -> SequenceTerms:
@@ -322,12 +320,14 @@ class RCTM2Decoder(RecurrentLMDecoder):
         return log_p + at_eos * poisson_log_prob(m, ctx.log_lambda).unsqueeze(1)
 
     def sequence_log_prob(self, ctx: RCTM2Context, trg: Tensor, trg_lengths: Tensor,
-                          row_block: int = 512, normaliser: str = "exact") -> Tensor:
+                          row_block: int = 512, normaliser: str = "exact", lengths=None) -> Tensor:
         """log P(m | k) + log P(y | m, e) of targets (B, T) ending in EOS, fast scoring order; (B,).
         ``normaliser="skip"``: the word positions' raw scores o_y instead of their log P (the length
         term, a Poisson, is normalised already)."""
         m = trg_lengths - 1
-        return self._packed_log_probs(ctx, trg, m, row_block, normaliser) + poisson_log_prob(m, ctx.log_lambda)
+        host_m = None if lengths is None else lengths - 1  # icgm still reads m back (a wait per batch on a GPU)
+        return (self._packed_log_probs(ctx, trg, m, row_block, normaliser, host_m)
+                + poisson_log_prob(m, ctx.log_lambda))
 
     def sequence_terms(self, ctx: RCTM2Context, trg: Tensor, trg_lengths: Tensor,
                        row_block: int = 512) -> SequenceTerms:

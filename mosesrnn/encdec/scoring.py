@@ -8,7 +8,13 @@ sorted by output length and cut into batches of about ``batch_tokens`` tokens, e
 cut from the arrays in one gather, copied to the device from pinned memory without waiting, and decoded
 against its sources' contexts (gathered with ``index_select``); the values stay on the device until the
 last batch, so that on a GPU the next batch is prepared while the current one runs, and come back in the
-pairs' order in one copy. Model, batching and dtype are fixed for the whole run.
+pairs' order in one copy. The lengths and every index that depends on them (the batches, each batch's order by
+length and its real positions, :mod:`~mosesrnn.encdec.packing`) are worked out on the host, from the numpy
+arrays they come from: nothing is read back from the device until that one copy, so a chunk waits for a GPU
+once. Model, batching and dtype are fixed for the whole run.
+
+``compile`` runs the recurrent steps compiled (:mod:`~mosesrnn.encdec.compiled`: ``torch.compile``, and CUDA
+graphs on a GPU); off by default, the values of the eager path are written byte for byte.
 
 With ``normaliser="skip"`` (a model trained self-normalised, ``train --self-norm``) the decoder reads
 the targets' raw scores g_y . s + b_y: only the rows of the output matrix G_l of the target ids, gathered
@@ -30,11 +36,13 @@ import torch
 from ..runtime.devices import resolve_device
 from ..runtime.precision import precision
 from ..text.id_arrays import IdArrays, length_batches
+from .compiled import compile_mode, compiled_steps
 from .data import PairSet
 from .decoder import NORMALISERS, DecoderContext
 from .direction import probability
 from .model import EncoderDecoder
 from .model_file import TrainedEncoderDecoder
+from .packing import to_device
 from .pair_ids import EncodedPairs, Pair, PairEncoder
 
 __all__ = ["PairScorer", "word_perplexity", "autocast", "evaluate", "ValidStats", "evaluate_log_z"]
@@ -49,11 +57,13 @@ class PairScorer:
     or ``skip`` (the raw score of a self-normalised model, see the module docstring; the caller checks
     that the model is one). ``name`` says in errors which model it is (the rnn column's, the rnn-rev
     column's). ``encoder`` turns text into the ids :meth:`score` reads (picklable, for worker processes).
+    ``compile``: False (eager), True or a mode of :data:`~mosesrnn.encdec.compiled.COMPILE_MODES` (the
+    recurrent steps compiled; the values move by float rounding).
     """
 
     def __init__(self, trained: TrainedEncoderDecoder, *, direction: str | None = None, device: str = "cpu",
                  dtype: str = "fp32", batch_tokens: int = 4096, length_normalize: bool = False,
-                 normaliser: str = "exact", name: str = "rnn"):
+                 normaliser: str = "exact", name: str = "rnn", compile: bool | str = False):
         if direction is not None and direction != trained.direction:
             raise ValueError(f"the {name} model was trained {trained.direction} (it scores "
                              f"{probability(trained.direction)}), not {direction}")
@@ -64,6 +74,7 @@ class PairScorer:
         self.precision = precision(dtype, self.device)
         self.dtype = self.precision.name  # auto resolved: the signature says what ran
         self.length_normalize, self.normaliser = length_normalize, normaliser
+        self.compile = compile_mode(compile, self.device)  # None: eager
         self.encoder = PairEncoder(trained.input_codec, trained.output_codec, trained.direction)
         # skipping the normaliser, the output matrix is read by rows (a gather): it stays float under int8
         output_layer = f"decoder.{trained.model.decoder.output_layer}"
@@ -85,7 +96,7 @@ class PairScorer:
         float64."""
         if not len(encoded):
             return np.empty(0)
-        with torch.inference_mode(), self.precision.autocast():
+        with torch.inference_mode(), self.precision.autocast(), compiled_steps(self.compile):
             context, row_of_input = self._encode(encoded.inputs)
             return self._decode(context, row_of_input[encoded.line_input], encoded.outputs)
 
@@ -109,10 +120,7 @@ class PairScorer:
 
     def _copied(self, array: np.ndarray) -> torch.Tensor:
         """``array`` on the device: as it is on a CPU; else from pinned memory, without waiting."""
-        tensor = torch.from_numpy(array)
-        if self.device == "cpu":
-            return tensor
-        return tensor.pin_memory().to(self.device, non_blocking=True)
+        return to_device(array, self.device)
 
     def _padded(self, phrases: IdArrays, rows: np.ndarray, append_eos: bool = False) -> tuple[torch.Tensor, ...]:
         """The padded ids and lengths of ``phrases[rows]`` on the device."""
@@ -137,9 +145,10 @@ class PairScorer:
         rows = self._copied(line_row[order])  # each pair's context row, in batch order: one copy
         values, start = [], 0
         for batch in batches:
-            trg, trg_lengths = self._padded(outputs, batch, append_eos=True)  # (b, T), (b,)
+            padded, lengths = outputs.padded(batch, True)  # on the host: (b, T), (b,), EOS appended
+            trg, trg_lengths = self._copied(padded), self._copied(lengths)
             ctx = context.index_select(rows[start:start + len(batch)])
-            value = self.model.score_log_prob(ctx, trg, trg_lengths, normaliser=self.normaliser)
+            value = self.model.score_log_prob(ctx, trg, trg_lengths, normaliser=self.normaliser, lengths=lengths)
             if self.length_normalize:
                 value = value / trg_lengths
             values.append(value.double())

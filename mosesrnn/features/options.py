@@ -92,6 +92,7 @@ _FIELDS = [("features", "tuple[str, ...] | None", field(default=None)),
            ("dtype", "str", field(default="fp32")),
            ("batch_tokens", "int | None", field(default=None)),
            ("threads", "int | None", field(default=None)),
+           ("compile", "bool", field(default=False)),
            ("labels", "tuple[tuple[str, str], ...]", field(default=()))]
 
 FeatureOptions = make_dataclass("FeatureOptions", _FIELDS, bases=(_FeatureOptions,), frozen=True, namespace={
@@ -113,6 +114,8 @@ FeatureOptions = make_dataclass("FeatureOptions", _FIELDS, bases=(_FeatureOption
         device, dtype, batch_tokens, threads: where and how the models run; batch_tokens None: the
             resolved device's default (:data:`~mosesrnn.runtime.devices.BATCH_TOKENS`: 4096 on a CPU, 32768
             on a GPU); threads None: torch's own count.
+        compile: run the rnn columns' recurrent steps compiled (``torch.compile``; CUDA graphs on a GPU:
+            :mod:`mosesrnn.encdec.compiled`); off, the values are the eager path's, byte for byte.
         labels: ``(feature, name)`` pairs renaming a feature's group in an n-best list, e.g.
             ``(("rnn", "RNN1"),)`` so that a second model's scores go beside the first's ``RNN0``.
     """})

@@ -56,7 +56,8 @@ def _feature(options: FeatureOptions, trained: TrainedEncoderDecoder, path: str,
         check_skip_normalizer(trained, path)
     batch_tokens = options.batch_tokens or default_batch_tokens(settings["device"])
     return RNNFeature(trained, dtype=options.dtype, batch_tokens=batch_tokens,
-                      length_normalize=options.length_normalize, normaliser=options.normalizer, **settings)
+                      length_normalize=options.length_normalize, normaliser=options.normalizer,
+                      compile=options.compile, **settings)
 
 
 def build(options: FeatureOptions, models) -> RNNFeature:
