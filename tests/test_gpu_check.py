@@ -21,7 +21,7 @@ ROOT = Path(__file__).parent.parent
 DATA = ROOT / "tests/data"
 SECTIONS = ("Device", "Matmul peak", "Model only: pairs/s", "Decode waits per chunk", "cuda vs CPU agreement",
             "End to end: mosesrnn score", "Compiled recurrent steps", "Training runs")
-MODELS = ("bilm-r2l", "bilm-s2t", "bilm-t2s", "cslm")
+MODELS = ("att-en-fr", "att-fr-en", "bilm-r2l", "bilm-s2t", "bilm-t2s", "cslm")
 #: python-isal unimportable, in the check and in every process it starts (PYTHONPATH's sitecustomize)
 HIDE_ISAL = """import sys
 
