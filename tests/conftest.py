@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from mosesrnn.encdec.config import EOS_ID
 from mosesrnn.io.gzip_stream import GzipReader, GzipWriter
 
 TESTS = Path(__file__).parent
@@ -26,6 +27,17 @@ DATA = TESTS / "data"
 MOSES_TABLES = DATA / "moses-tables"
 #: The project's shared data folder, beside the repository on our machines and on CI.
 SHARED_DATA = TESTS.parent.parent / "shared" / "data"
+
+
+#: Encoder test pairs (source ids, target ids ending in EOS): sources of 1..9 words, targets of 0..8 words.
+ENCODER_PAIRS = [
+    ([5], [7, EOS_ID]),
+    ([3, 4, 18], [9, 3, 20, EOS_ID]),
+    ([6, 1, 7, 8, 9], [EOS_ID]),
+    ([4, 4], [5, 6, 7, 8, 9, 10, 11, 12, EOS_ID]),
+    ([3, 5, 7, 9, 11, 13, 15, 17, 2], [4, 4, EOS_ID]),
+    ([8, 9, 10, 11], [12, 13, 14, 15, 16, EOS_ID]),
+]
 
 
 def shared_file(relative: str) -> Path:

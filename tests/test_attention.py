@@ -10,6 +10,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 from conftest import DATA
+from conftest import ENCODER_PAIRS as PAIRS
 from scoring_helpers import TABLE, save_tiny_model
 from test_model import batch, tiny_model
 
@@ -26,17 +27,6 @@ from mosesrnn.formats.phrase_table import read_entries
 from mosesrnn.pipeline.nbest import score_nbest
 
 torch.set_num_threads(1)
-
-# (source words, target words ending in EOS): sources of 1..9 words, targets of 0..8 words.
-PAIRS = [
-    ([5], [7, EOS_ID]),
-    ([3, 4, 18], [9, 3, 20, EOS_ID]),
-    ([6, 1, 7, 8, 9], [EOS_ID]),
-    ([4, 4], [5, 6, 7, 8, 9, 10, 11, 12, EOS_ID]),
-    ([3, 5, 7, 9, 11, 13, 15, 17, 2], [4, 4, EOS_ID]),
-    ([8, 9, 10, 11], [12, 13, 14, 15, 16, EOS_ID]),
-]
-
 
 def _gru(P, module, direction, H, x, h, c_terms=(0.0, 0.0, 0.0)):
     """One GRU step of BCB15 App. A.2.1-A.2.2: (1 - z) h + z tanh(W x + U [r ∘ h] (+ C c)); ``c_terms``: the

@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 from click.testing import CliRunner
+from conftest import ENCODER_PAIRS as PAIRS
 from test_attention import reference_attention
 from test_model import TINY, batch, tiny_model
 from test_model import reference_log_prob as reference_gru_log_prob
@@ -29,17 +30,6 @@ from mosesrnn.text.vocab import RESERVED, Vocabulary, build_vocabularies
 
 #: Small kernel banks, so that long phrases need factorised kernels (KB13 Sec. 5.1.2).
 SMALL_BANKS = dict(csm_kernels=3, cgm_kernels=3, icgm_kernels=3)
-
-# (source words, target words ending in EOS): sources of 1..9 words, targets of 0..8 words.
-PAIRS = [
-    ([5], [7, EOS_ID]),
-    ([3, 4, 18], [9, 3, 20, EOS_ID]),
-    ([6, 1, 7, 8, 9], [EOS_ID]),
-    ([4, 4], [5, 6, 7, 8, 9, 10, 11, 12, EOS_ID]),
-    ([3, 5, 7, 9, 11, 13, 15, 17, 2], [4, 4, EOS_ID]),
-    ([8, 9, 10, 11], [12, 13, 14, 15, 16, EOS_ID]),
-]
-
 
 def params(model):
     return {name: p.detach() for name, p in model.named_parameters()}

@@ -1,0 +1,90 @@
+"""One stage chosen on the held-out dev half among the stages of several tunings, and what it gives on test.
+
+Each `mosesrnn tune --select-on half` report names the best of its own stages on the dev sentences its
+rescoring MERT never saw (the even lines). A ladder is several tunings (two rescoring configurations each); this
+puts all their stages in one table, ranked by that held-out dev BLEU, and names the one chosen there — the only
+figure the choice reads. Single translations (e.g. a neural system translating alone: ``--single NAME DEV TEST``,
+its translations of the whole dev and test sets) join the ranking on the same held-out lines. Then the chosen
+stage's test BLEU is compared, with the reports' test (paired approximate randomisation between the median runs,
+and the run pairs agreeing), against the baseline, against its own control, and against each single.
+
+    python benchmarks/choose_on_dev.py tune-A tune-B --single nmt nmt/dev.beam10 nmt/test.beam10 > choice.md
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+
+from moses_integration.route.plan import dev_halves
+from moses_integration.route.report_file import REPORT_JSON, RouteReport, StageResult, read_report
+from mosesrnn.formats.text_file import read_lines
+from mosesrnn.tuning.bleu import file_bleu
+from mosesrnn.tuning.significance import compare_runs, mean_std
+
+
+def _spread(values) -> str:
+    mean, std = mean_std(values)
+    return f"{mean:.2f}" + (f" ± {std:.2f}" if std is not None else " (1 run)")
+
+
+def _compare(stage: StageResult, other_hypotheses, other_bleu, report: RouteReport) -> str:
+    references = read_lines(report.test["reference"])
+    comparison = compare_runs([read_lines(path) for path in stage.hypotheses], stage.bleu,
+                              [read_lines(path) for path in other_hypotheses], other_bleu, references, "none")
+    return (f"{comparison.delta:+.2f} (p {comparison.p_value:.4f}, {comparison.pairs_agreeing} of "
+            f"{comparison.pairs} run pairs at p < 0.05)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("tunings", nargs="+", help="tune --work-dir folders (or their report.json)")
+    parser.add_argument("--single", nargs=3, action="append", default=[], metavar=("NAME", "DEV_HYP", "TEST_HYP"),
+                        help="a single translation of the whole dev and test sets, ranked on the same dev half")
+    args = parser.parse_args()
+    rows = []  # (dev-half mean, label, report, stage or None, single paths)
+    reports = {}
+    for tuning in args.tunings:
+        path = tuning if tuning.endswith(".json") else os.path.join(tuning, REPORT_JSON)
+        report = read_report(path)
+        if report.selection is None:
+            parser.error(f"{path}: not a tuning with --select-on: its stages have no held-out dev BLEU")
+        name = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        reports[name] = report
+        for stage in report.stages:
+            rows.append((statistics.mean(stage.dev_bleu), f"{name}: {stage.name}", report, stage, None))
+    first = next(iter(reports.values()))
+    held_out = dev_halves(first.dev["sentences"])[1]
+    for name, dev_hyp, test_hyp in args.single:
+        dev = file_bleu(dev_hyp, first.dev["reference"], "none", held_out)[0]
+        test = file_bleu(test_hyp, first.test["reference"], "none")[0]
+        rows.append((dev, f"{name} (single)", None, None, (dev_hyp, test_hyp, test)))
+    rows.sort(key=lambda row: -row[0])
+    print(f"Every stage of {', '.join(reports)} ranked by BLEU on the {len(held_out)} held-out dev sentences (even "
+          f"lines; sacreBLEU tok:none), with its test BLEU (mean ± std over the MERT runs):\n")
+    print("| rank | stage | held-out dev BLEU | test BLEU |")
+    print("|---|---|---|---|")
+    for rank, (_, label, report, stage, single) in enumerate(rows, start=1):
+        dev = _spread(stage.dev_bleu) if stage else f"{rows[rank - 1][0]:.2f} (1 run)"
+        test = _spread(stage.bleu) if stage else f"{single[2]:.2f} (1 run)"
+        print(f"| {rank} | {'**' + label + '**' if rank == 1 else label} | {dev} | {test} |")
+    _, label, report, chosen, single = rows[0]
+    if chosen is None:
+        print(f"\nChosen on dev: {label}, a single translation; nothing to compare it with in a report.")
+        return
+    by_name = {stage.name: stage for stage in report.stages}
+    print(f"\nChosen on dev: **{label}** ({chosen.about}). On test:")
+    if "baseline" in by_name and chosen.name != "baseline":
+        baseline = by_name["baseline"]
+        print(f"- against the baseline: {_compare(chosen, baseline.hypotheses, baseline.bleu, report)}")
+    if chosen.control and chosen.control in by_name:
+        control = by_name[chosen.control]
+        print(f"- against its control ({chosen.control}): "
+              f"{_compare(chosen, control.hypotheses, control.bleu, report)}")
+    for name, _, test_hyp in args.single:
+        bleu = file_bleu(test_hyp, report.test["reference"], "none")[0]
+        print(f"- against {name} (single): {_compare(chosen, [test_hyp], [bleu], report)}")
+
+
+if __name__ == "__main__":
+    main()
