@@ -64,8 +64,8 @@ def main() -> None:
           f"lines; sacreBLEU tok:none), with its test BLEU (mean ± std over the MERT runs):\n")
     print("| rank | stage | held-out dev BLEU | test BLEU |")
     print("|---|---|---|---|")
-    for rank, (_, label, report, stage, single) in enumerate(rows, start=1):
-        dev = _spread(stage.dev_bleu) if stage else f"{rows[rank - 1][0]:.2f} (1 run)"
+    for rank, (dev_mean, label, _, stage, single) in enumerate(rows, start=1):
+        dev = _spread(stage.dev_bleu) if stage else f"{dev_mean:.2f} (1 run)"
         test = _spread(stage.bleu) if stage else f"{single[2]:.2f} (1 run)"
         print(f"| {rank} | {'**' + label + '**' if rank == 1 else label} | {dev} | {test} |")
     _, label, report, chosen, single = rows[0]
