@@ -127,13 +127,15 @@ WORD_ALIGNMENT_FLAGS = ("-include-segmentation-in-n-best", "-print-alignment-inf
 
 
 def decode_command(tools: MosesTools, ini: str, threads: int, source: str, nbest_list: str | None = None,
-                   nbest_size: int = 100, word_alignments: bool = False) -> list[str]:
+                   nbest_size: int = 100, word_alignments: bool = False, distinct: bool = False) -> list[str]:
     """The decoder command translating ``source`` with ``ini`` (1-best on stdout; with ``nbest_list``, the
-    ``nbest_size`` best of each sentence to that file too, with ``word_alignments`` each hypothesis'
-    segmentation and word alignment in it)."""
+    ``nbest_size`` best of each sentence to that file too — with ``distinct``, the best of distinct translations,
+    Moses' ``distinct`` n-best lists, where a plain list repeats a translation once per derivation —, with
+    ``word_alignments`` each hypothesis' segmentation and word alignment in it)."""
     command = [tools.moses, "-f", ini, "-threads", str(threads), "-input-file", source]
     if nbest_list:
-        command += ["-n-best-list", nbest_list, str(nbest_size)] + list(WORD_ALIGNMENT_FLAGS if word_alignments else ())
+        command += ["-n-best-list", nbest_list, str(nbest_size)] + (["distinct"] if distinct else [])
+        command += list(WORD_ALIGNMENT_FLAGS if word_alignments else ())
     return command
 
 
@@ -193,15 +195,15 @@ def run_mert(tools: MosesTools, settings: MertSettings, dev_src: str, dev_ref: s
 
 
 def decode(tools: MosesTools, ini: str, threads: int, source: str, output: str, nbest_list: str | None = None,
-           nbest_size: int = 100, word_alignments: bool = False) -> None:
-    """Translate ``source`` into ``output`` (1-best, one line each) and, given ``nbest_list``, its n-best list;
-    the decoder's log goes to ``OUTPUT.log``. Each file appears whole or not at all."""
+           nbest_size: int = 100, word_alignments: bool = False, distinct: bool = False) -> None:
+    """Translate ``source`` into ``output`` (1-best, one line each) and, given ``nbest_list``, its n-best list
+    (:func:`decode_command`); the decoder's log goes to ``OUTPUT.log``. Each file appears whole or not at all."""
     with contextlib.ExitStack() as stack:
         listing = stack.enter_context(program_output(nbest_list)) if nbest_list else None
         out = stack.enter_context(atomic_file(output))
         err = stack.enter_context(log_file(output + ".log"))
-        run_command(decode_command(tools, ini, threads, source, listing, nbest_size, word_alignments), stdout=out,
-                    stderr=err)
+        run_command(decode_command(tools, ini, threads, source, listing, nbest_size, word_alignments, distinct),
+                    stdout=out, stderr=err)
 
 
 def decoding_speed(log: str) -> float | None:

@@ -730,6 +730,26 @@ def test_runs_from_lists_without_word_alignments_lends_only_its_mert_runs(tmp_pa
     assert len(decodes) == 2 and all("-print-alignment-info-in-n-best" in line for line in decodes)
 
 
+def test_distinct_lists_are_decoded_again_and_only_the_mert_runs_lent(tmp_path, fake_moses, model):
+    """--nbest-distinct asks Moses for distinct translations; lists of the other kind are not lent (nor the test
+    decode and control made with them), the MERT runs are; the plan records the choice only when it is made."""
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, first).exit_code == 0
+    assert "nbest_distinct" not in json.loads((tmp_path / "work" / "plan.json").read_text())
+    lender = tmp_path / "work"
+    args = _tune_into(tmp_path / "again", first, ("--runs-from", str(lender))) + ["--nbest-distinct"]
+    dry = CliRunner().invoke(main, args + ["--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert f"# linked to {lender}/system-run1's files (--runs-from): system-run1, system-run1.log\n" in dry.stdout
+    decodes = [line for line in dry.stdout.splitlines() if "system-run1" in line and "-n-best-list" in line]
+    assert len(decodes) == 2 and all(" 100 distinct" in line for line in decodes), decodes
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "again" / "plan.json").read_text())["nbest_distinct"] is True
+    assert "100-best distinct lists rescored with" in (tmp_path / "again" / "report.md").read_text()
+    assert not (tmp_path / "again" / "system-run1.dev.nbest").is_symlink()
+
+
 def test_runs_from_another_kind_of_tuning_is_refused_before_any_work(tmp_path, fake_moses, model):
     first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
     assert CliRunner().invoke(main, first).exit_code == 0

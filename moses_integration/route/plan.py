@@ -52,7 +52,8 @@ class RoutePlan:
     ``runs_from``: another tuning's folder whose finished Moses MERT runs of the same moses.ini are taken (linked),
     not run again (:mod:`~moses_integration.route.reuse`); it changes no number, so the plan does not record it.
     ``select_on`` ``half``: mosesrnn's MERT tunes every rescored stage and control on one half of the dev lists
-    (:func:`dev_halves`), and every stage is also measured on the other half, where the report chooses its stage."""
+    (:func:`dev_halves`), and every stage is also measured on the other half, where the report chooses its stage.
+    ``nbest_distinct``: the rescoring stage's n-best lists hold distinct translations (Moses' ``distinct``)."""
 
     dev_src: str
     dev_ref: str
@@ -71,6 +72,7 @@ class RoutePlan:
     baseline_control: bool = False
     runs_from: str | None = None
     select_on: str = "none"
+    nbest_distinct: bool = False
 
     def __post_init__(self):
         if self.select_on not in SELECT_ON:
@@ -117,7 +119,13 @@ class RoutePlan:
             record["baseline_control"] = True
         if self.select_on != "none":  # the same
             record["select_on"] = self.select_on
+        if self.nbest_distinct:  # the same
+            record["nbest_distinct"] = True
         return record
+
+    def lists(self) -> str:
+        """The rescoring stage's n-best lists in words: ``100-best lists``, or ``100-best distinct lists``."""
+        return f"{self.nbest_size}-best {'distinct ' if self.nbest_distinct else ''}lists"
 
     def selecting(self) -> bool:
         """Whether the stages are chosen on a held-out part of the dev set (``select_on`` other than none)."""

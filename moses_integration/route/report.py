@@ -167,10 +167,9 @@ def _about(plan: RoutePlan, name: str) -> str:
         return f"{os.path.basename(plan.baseline)} as given"
     if name in RESCORED_STAGES:
         features = ",".join(plan.rescoring_of(RESCORED_STAGES[name]).names())
-        return f"{RESCORED_STAGES[name]}'s {plan.nbest_size}-best lists rescored with {features}"
+        return f"{RESCORED_STAGES[name]}'s {plan.lists()} rescored with {features}"
     if name in CONTROL_STAGES:
-        return (f"{CONTROL_STAGES[name]}'s {plan.nbest_size}-best lists re-tuned by the same MERT, no new feature "
-                f"(the control)")
+        return f"{CONTROL_STAGES[name]}'s {plan.lists()} re-tuned by the same MERT, no new feature (the control)"
     ini = dict(plan.systems())[name]
     columns = list(_new_columns(plan, ini).values())
     return os.path.basename(ini) + (f" with {', '.join(columns)}" if columns else "")

@@ -38,7 +38,8 @@ def reused_files(plan: RoutePlan, system: str, run: int) -> list[tuple[str, str]
         return []
     names = []
     if plan.retunes(system):
-        lists = all(os.path.isfile(getattr(there, name)) for name in ("test_nbest", "dev_nbest"))
+        lists = all(os.path.isfile(getattr(there, name)) for name in ("test_nbest", "dev_nbest")) and \
+            saved.get("nbest_distinct", False) == plan.nbest_distinct  # lists of the same kind
         if lists and (not plan.word_alignments(system) or _has_word_alignments(there.dev_nbest)):
             names += ["test_hyp", "test_nbest", "dev_hyp", "dev_nbest"]
             # the control: the same lists through the same MERT, on the same sentences

@@ -78,15 +78,15 @@ def _run_system(plan: RoutePlan, tools: MosesTools, system: str, ini: str, run: 
                      lambda message: log(f"{where}: {message}"))
         moses_ran = True
     if not os.path.isfile(files.test_hyp) or (retune and not os.path.isfile(files.test_nbest)):
-        log(f"{where}: decoding the test set" + (f" ({plan.nbest_size}-best lists)" if retune else ""))
+        log(f"{where}: decoding the test set" + (f" ({plan.lists()})" if retune else ""))
         decode(tools, files.tuned_ini, plan.mert.threads, plan.test_src, files.test_hyp,
-               files.test_nbest if retune else None, plan.nbest_size, aligned)
+               files.test_nbest if retune else None, plan.nbest_size, aligned, plan.nbest_distinct)
         moses_ran = True
     if (retune and not os.path.isfile(files.dev_nbest)) or (plan.selecting() and not os.path.isfile(files.dev_hyp)):
-        log(f"{where}: decoding the dev set" + (f"'s {plan.nbest_size}-best lists" if retune else " (its held-out "
+        log(f"{where}: decoding the dev set" + (f"'s {plan.lists()}" if retune else " (its held-out "
                                                  "half measures the stage)"))
         decode(tools, files.tuned_ini, plan.mert.threads, plan.dev_src, files.dev_hyp,
-               files.dev_nbest if retune else None, plan.nbest_size, aligned)
+               files.dev_nbest if retune else None, plan.nbest_size, aligned, plan.nbest_distinct)
         moses_ran = True
     if moses_ran:  # nothing changed while Moses ran
         check_still_made_with(plan, tools, ini, files.mert_dir)
@@ -182,11 +182,11 @@ def dry_run_commands(plan: RoutePlan, tools: MosesTools, problems: list[str]) ->
             if files.test_hyp not in lent:
                 lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.test_src,
                                                            files.test_nbest if retune else None, plan.nbest_size,
-                                                           aligned), files.test_hyp))
+                                                           aligned, plan.nbest_distinct), files.test_hyp))
             if (retune and files.dev_nbest not in lent) or (plan.selecting() and files.dev_hyp not in lent):
                 lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.dev_src,
                                                            files.dev_nbest if retune else None, plan.nbest_size,
-                                                           aligned), files.dev_hyp))
+                                                           aligned, plan.nbest_distinct), files.dev_hyp))
             if rescoring is not None:
                 lines.append(f"# then: mosesrnn nbest ({','.join(rescoring.names())}) on both lists, mosesrnn "
                              f"mert --init {files.tuned_ini} --seed {run}, mosesrnn rerank -> {files.rescored_hyp}")

@@ -259,6 +259,10 @@ def _baseline_features(ctx, param, value):
 @click.option("--vocab", type=INPUT_FOLDER, help="Word shortlists (`mosesrnn vocab`) for unk, without -m.")
 @click.option("--nbest-size", type=click.IntRange(min=1), default=100, show_default=True,
               help="n-best list size of the rescoring stage.")
+@click.option("--nbest-distinct", is_flag=True,
+              help="The rescoring stage's n-best lists hold distinct translations (Moses' `-n-best-list FILE N "
+                   "distinct`): a plain list repeats a translation once for each derivation of it (27 distinct "
+                   "in 100 on the Tatoeba dev set), so its rescoring chooses among fewer.")
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
               help="Threads for the decoder (--decoder-flags \"-threads N\", and when decoding test and n-best "
                    "lists), the optimiser (mert-moses.pl --threads N, given when N > 1) and the rescoring models.")
