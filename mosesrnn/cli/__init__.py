@@ -68,10 +68,14 @@ def run() -> None:
     CPython 3.11 ends a process by SIGINT, whatever its exit status, once a KeyboardInterrupt has
     passed through ``exec`` of a string (dataclasses and namedtuple do that while modules import), so
     a run stopped during an import would end "killed by SIGINT" instead of exiting 130 like the rest.
+    Once the command has returned, its work is done: a signal that comes while the interpreter shuts down
+    (hundreds of milliseconds with torch loaded) is ignored rather than ending the process "killed".
     """
     try:
         main()
     except SystemExit as stop:
+        for late in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(late, signal.SIG_IGN)
         if stop.code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(OSError, ValueError):

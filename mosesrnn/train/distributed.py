@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 
 __all__ = ["Ranks", "PeerLost", "ranks_from_environment", "start", "same_data", "broadcast", "any_rank",
-           "peers_alive"]
+           "peers_alive", "finish"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,9 @@ def ranks_from_environment() -> Ranks:
     return Ranks(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ.get("LOCAL_RANK", 0)))
 
 
+_joined = False  # whether start() made the process group (a caller's own group is the caller's to leave)
+
+
 def start(ranks: Ranks, device: str) -> str:
     """Join the process group (gloo on CPU, NCCL on GPU); returns this rank's device."""
     if ranks.world == 1 or dist.is_initialized():
@@ -56,8 +59,20 @@ def start(ranks: Ranks, device: str) -> str:
     if device.startswith("cuda"):
         torch.cuda.set_device(ranks.local_rank)
         device = f"cuda:{ranks.local_rank}"
+    global _joined
     dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
+    _joined = True
     return device
+
+
+def finish(ranks: Ranks) -> None:
+    """Leave the process group that :func:`start` joined, after the run's last collective and on success only
+    (a rank whose peer failed could wait on it). A process that exits with gloo's threads still running can
+    abort with "terminate called without an active exception" (pytorch/pytorch#190489)."""
+    global _joined
+    if ranks.world > 1 and _joined and dist.is_initialized():
+        dist.destroy_process_group()
+        _joined = False
 
 
 def same_data(ranks: Ranks, fingerprint: str) -> None:

@@ -19,6 +19,7 @@ import torch
 from ..io.model_store import model_kind
 from ..models import MODEL_KINDS
 from ..runtime.cpu import cpu_threads
+from . import distributed
 from .loop import BEST, LAST, Loop, LoopResult, LoopSettings, Task, begin_run
 
 __all__ = ["Family", "Outcome", "drive", "check_family", "config_from_options"]
@@ -102,6 +103,7 @@ def _run(family: Family, config, should_stop) -> Outcome:
                    loss=task.loss_definition, data=data.description, unigram_ppl=task.unigram_ppl,
                    config=config.to_dict(), recipe=recipe)
     result = loop.run(should_stop)
+    distributed.finish(ranks)
     log.info("stopped (%s) after %d updates: %s; %.0f %s/s", result.stop_reason, result.updates,
              result.best.summary if result.best else "not validated yet", result.examples_per_second, task.unit)
     return Outcome(result, task, data, loop)
