@@ -9,23 +9,35 @@ stage's test BLEU is compared, with the reports' test (paired approximate random
 and the run pairs agreeing), against the baseline, against its own control, and against each single.
 
     python benchmarks/choose_on_dev.py tune-A tune-B --single nmt nmt/dev.beam10 nmt/test.beam10 > choice.md
+
+Run on published reports (``docs/results/NAME/report.json``, from the folder the tunings ran in, where their
+translations are), ``--publish DIR`` commits the choice: ``choice.md`` (this output), ``choice.json`` (the
+tunings' folder names, each single's BLEU and its translations, copied beside it). Its table's rows are
+``NAME: stage`` of those reports and ``NAME (single)``, with the reports' own cells, so that a table copied from
+it is checked against them (``tests/test_docs.py``).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
 import os
+import shutil
 import statistics
 
 from moses_integration.route.plan import dev_halves
-from moses_integration.route.report_file import REPORT_JSON, RouteReport, StageResult, read_report
+from moses_integration.route.report_file import REPORT_JSON, RouteReport, StageResult, read_report, stage_cells
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.tuning.bleu import file_bleu
-from mosesrnn.tuning.significance import compare_runs, mean_std
+from mosesrnn.tuning.significance import compare_runs
+
+CHOICE_JSON, CHOICE_MD = "choice.json", "choice.md"
 
 
-def _spread(values) -> str:
-    mean, std = mean_std(values)
-    return f"{mean:.2f}" + (f" ± {std:.2f}" if std is not None else " (1 run)")
+def single_cell(bleu: float) -> str:
+    """A single translation's BLEU as a report writes one run's mean."""
+    return f"{bleu:.2f} (1 run)"
 
 
 def _compare(stage: StageResult, other_hypotheses, other_bleu, report: RouteReport) -> str:
@@ -41,11 +53,44 @@ def main() -> None:
     parser.add_argument("tunings", nargs="+", help="tune --work-dir folders (or their report.json)")
     parser.add_argument("--single", nargs=3, action="append", default=[], metavar=("NAME", "DEV_HYP", "TEST_HYP"),
                         help="a single translation of the whole dev and test sets, ranked on the same dev half")
+    parser.add_argument("--publish", metavar="DIR", help="also write choice.md, choice.json and the singles' "
+                                                          "translations into DIR (docs/results/NAME)")
     args = parser.parse_args()
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        singles = choose(parser, args)
+    print(output.getvalue(), end="")
+    if args.publish:
+        publish(args.publish, output.getvalue(), [os.path.basename(os.path.dirname(os.path.abspath(_report_path(t))))
+                                                  for t in args.tunings], singles)
+
+
+def _report_path(tuning: str) -> str:
+    return tuning if tuning.endswith(".json") else os.path.join(tuning, REPORT_JSON)
+
+
+def publish(folder: str, text: str, tunings: list[str], singles: dict) -> None:
+    """Write the choice into ``folder``: its text, the tunings it ranked, the singles with their translations."""
+    os.makedirs(folder, exist_ok=True)
+    for single in singles.values():
+        for part in ("dev", "test"):
+            name = f"{single['name']}.{part}.hyp"
+            shutil.copyfile(single.pop(part + "_path"), os.path.join(folder, name))
+            single[part] = name
+    with open(os.path.join(folder, CHOICE_MD), "w", encoding="utf-8") as stream:
+        stream.write(text)
+    with open(os.path.join(folder, CHOICE_JSON), "w", encoding="utf-8") as stream:
+        json.dump({"tunings": tunings, "singles": singles}, stream, indent=1, ensure_ascii=False)
+        stream.write("\n")
+    print(f"wrote {folder}/{CHOICE_MD}, {CHOICE_JSON} and the singles' translations; now its COMMANDS.md")
+
+
+def choose(parser: argparse.ArgumentParser, args) -> dict:
+    """Print the ranking and the comparisons; returns the singles (name -> their BLEU and files)."""
     rows = []  # (dev-half mean, label, report, stage or None, single paths)
     reports = {}
     for tuning in args.tunings:
-        path = tuning if tuning.endswith(".json") else os.path.join(tuning, REPORT_JSON)
+        path = _report_path(tuning)
         report = read_report(path)
         if report.selection is None:
             parser.error(f"{path}: not a tuning with --select-on: its stages have no held-out dev BLEU")
@@ -55,23 +100,25 @@ def main() -> None:
             rows.append((statistics.mean(stage.dev_bleu), f"{name}: {stage.name}", report, stage, None))
     first = next(iter(reports.values()))
     held_out = dev_halves(first.dev["sentences"])[1]
+    singles = {}
     for name, dev_hyp, test_hyp in args.single:
         dev = file_bleu(dev_hyp, first.dev["reference"], "none", held_out)[0]
         test = file_bleu(test_hyp, first.test["reference"], "none")[0]
-        rows.append((dev, f"{name} (single)", None, None, (dev_hyp, test_hyp, test)))
+        singles[name] = {"name": name, "dev-half BLEU": single_cell(dev), "test BLEU": single_cell(test),
+                         "dev_path": dev_hyp, "test_path": test_hyp}
+        rows.append((dev, f"{name} (single)", None, None, singles[name]))
     rows.sort(key=lambda row: -row[0])
     print(f"Every stage of {', '.join(reports)} ranked by BLEU on the {len(held_out)} held-out dev sentences (even "
-          f"lines; sacreBLEU tok:none), with its test BLEU (mean ± std over the MERT runs):\n")
-    print("| rank | stage | held-out dev BLEU | test BLEU |")
-    print("|---|---|---|---|")
-    for rank, (dev_mean, label, _, stage, single) in enumerate(rows, start=1):
-        dev = _spread(stage.dev_bleu) if stage else f"{dev_mean:.2f} (1 run)"
-        test = _spread(stage.bleu) if stage else f"{single[2]:.2f} (1 run)"
-        print(f"| {rank} | {'**' + label + '**' if rank == 1 else label} | {dev} | {test} |")
+          f"lines; sacreBLEU tok:none), best first, with its test BLEU (mean ± std over the MERT runs):\n")
+    print("| stage | dev-half BLEU (mean ± std) | test BLEU (mean ± std) |")
+    print("|---|---|---|")
+    for rank, (_, label, _, stage, single) in enumerate(rows, start=1):
+        cells = stage_cells(stage) if stage else {"dev": single["dev-half BLEU"], "test": single["test BLEU"]}
+        print(f"| {'**' + label + '**' if rank == 1 else label} | {cells['dev']} | {cells['test']} |")
     _, label, report, chosen, single = rows[0]
     if chosen is None:
         print(f"\nChosen on dev: {label}, a single translation; nothing to compare it with in a report.")
-        return
+        return singles
     by_name = {stage.name: stage for stage in report.stages}
     print(f"\nChosen on dev: **{label}** ({chosen.about}). On test:")
     if "baseline" in by_name and chosen.name != "baseline":
@@ -84,6 +131,7 @@ def main() -> None:
     for name, _, test_hyp in args.single:
         bleu = file_bleu(test_hyp, report.test["reference"], "none")[0]
         print(f"- against {name} (single): {_compare(chosen, [test_hyp], [bleu], report)}")
+    return singles
 
 
 if __name__ == "__main__":

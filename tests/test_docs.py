@@ -5,6 +5,7 @@ that it cannot be checked."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shlex
 from pathlib import Path
@@ -228,27 +229,60 @@ def report_table_problems(rows: list[str], before: str, root: Path = ROOT) -> li
     BLEU per run, mean ± std, Δ, p, pairs, on the test set and the held-out dev half, weights, iterations, speed),
     as the report writes it; a column no report writes may hold no figure."""
     folder = root / REPORT.fullmatch(line_above(before))[1]
+    if (folder / "choice.json").is_file():
+        return choice_table_problems(rows, folder)
     if not (folder / "report.json").is_file():
         return [f"{folder.relative_to(root)}: no report.json"]
     report = read_report(str(folder / "report.json"))
-    stages = {stage.name: stage for stage in report.stages}
-    headers = cells(rows[0])
+    stages = {stage.name: stage_cells(stage) for stage in report.stages}
     problems = []
     for row in rows[2:]:
-        row_cells = cells(row)
-        name = re.sub(r"[*`]", "", row_cells[0]).partition(":")[0].strip()
+        name = re.sub(r"[*`]", "", cells(row)[0]).partition(":")[0].strip()
         if name not in stages:
-            problems.append(f"{row_cells[0]!r} names no stage of {folder.name}'s report ({', '.join(stages)})")
+            problems.append(f"{cells(row)[0]!r} names no stage of {folder.name}'s report ({', '.join(stages)})")
             continue
-        expected = stage_cells(stages[name])
-        for header, key, cell in zip(headers[1:], column_keys(headers[1:]), row_cells[1:]):
-            cell = cell.replace("**", "").strip()
-            if key is None:
-                if re.search(r"\d", cell):
-                    problems.append(f"{name}, {header!r}: {cell!r}, in a column that is not the report's")
-            elif cell != expected.get(key):
-                problems.append(f"{name}, {header!r}: {cell!r} in the table, {expected.get(key)!r} in "
-                                f"{folder.name}'s report")
+        problems += row_problems(name, stages[name], cells(rows[0]), cells(row), folder.name)
+    return problems
+
+
+def choice_table_problems(rows: list[str], folder: Path) -> list[str]:
+    """What is wrong with a table of a choice among tunings (``benchmarks/choose_on_dev.py --publish``): each row is
+    ``NAME: stage`` of the report in ``docs/results/NAME`` (one of the tunings the choice ranked), with its cells,
+    or ``NAME (single)``, with the single's figures of ``choice.json``."""
+    choice = json.loads((folder / "choice.json").read_text(encoding="utf-8"))
+    problems = []
+    for row in rows[2:]:
+        label = re.sub(r"[*`]", "", cells(row)[0]).strip()
+        tuning, _, stage = label.partition(": ")
+        if label.endswith(" (single)") and label[:-9] in choice["singles"]:
+            single = choice["singles"][label[:-9]]
+            expected = {"dev": single["dev-half BLEU"], "test": single["test BLEU"]}
+        elif tuning in choice["tunings"] and (folder.parent / tuning / "report.json").is_file():
+            stages = {s.name: s for s in read_report(str(folder.parent / tuning / "report.json")).stages}
+            if stage not in stages:
+                problems.append(f"{label!r} names no stage of {tuning}'s report ({', '.join(stages)})")
+                continue
+            expected = stage_cells(stages[stage])
+        else:
+            problems.append(f"{label!r} is neither a stage of the tunings of {folder.name} "
+                            f"({', '.join(choice['tunings'])}) nor one of its singles ({', '.join(choice['singles'])})")
+            continue
+        problems += row_problems(label, expected, cells(rows[0]), cells(row), folder.name)
+    return problems
+
+
+def row_problems(name: str, expected: dict[str, str], headers: list[str], row_cells: list[str],
+                 source: str) -> list[str]:
+    """The cells of one row that differ from ``expected`` (the report's cells by key), under the report's headers;
+    a column no report writes may hold no figure."""
+    problems = []
+    for header, key, cell in zip(headers[1:], column_keys(headers[1:]), row_cells[1:]):
+        cell = cell.replace("**", "").strip()
+        if key is None:
+            if re.search(r"\d", cell):
+                problems.append(f"{name}, {header!r}: {cell!r}, in a column that is not the report's")
+        elif cell != expected.get(key):
+            problems.append(f"{name}, {header!r}: {cell!r} in the table, {expected.get(key)!r} in {source}'s report")
     return problems
 
 
@@ -276,12 +310,16 @@ def published_problems(folder: Path) -> list[str]:
     commands (COMMANDS.md or commands.sh), and no machine's paths (no absolute path in the JSON files, no home or
     temporary folder anywhere)."""
     names = {path.name for path in folder.iterdir()}
-    problems = [f"{folder.name}: no {name}" for name in ("report.json", "plan.json", "report.md") if name not in names]
+    choice = "choice.json" in names
+    needed = ("choice.md",) if choice else ("report.json", "plan.json", "report.md")
+    problems = [f"{folder.name}: no {name}" for name in needed if name not in names]
     if not names & set(COMMANDS):
         problems.append(f"{folder.name}: no {' or '.join(COMMANDS)} with the exact commands")
     if problems:
         return problems
-    if (folder / "report.md").read_text(encoding="utf-8") != markdown(read_report(str(folder / "report.json"))):
+    if choice:
+        problems += choice_problems(folder, names)
+    elif (folder / "report.md").read_text(encoding="utf-8") != markdown(read_report(str(folder / "report.json"))):
         problems.append(f"{folder.name}/report.md is not its report.json's (mosesrnn mert-report WORK --publish)")
     for path in sorted(folder.iterdir()):
         text = path.read_text(encoding="utf-8")
@@ -291,17 +329,27 @@ def published_problems(folder: Path) -> list[str]:
     return problems
 
 
+def choice_problems(folder: Path, names: set[str]) -> list[str]:
+    """What a choice among tunings (``choice.json``, ``choice.md``) lacks: its singles' translations, and a table
+    that is its tunings' reports' (:func:`choice_table_problems`)."""
+    choice = json.loads((folder / "choice.json").read_text(encoding="utf-8"))
+    problems = [f"{folder.name}: no {single[part]} (the translation of {name})" for name, single in
+                choice["singles"].items() for part in ("dev", "test") if single[part] not in names]
+    lines = (folder / "choice.md").read_text(encoding="utf-8").splitlines()
+    table = [line for line in lines if line.startswith("|")]
+    return problems + [f"{folder.name}/choice.md: {problem}" for problem in choice_table_problems(table, folder)]
+
+
 def test_every_published_report_is_whole_and_holds_no_machine_paths():
     folders = [folder for folder in sorted(RESULTS.iterdir()) if folder.is_dir()] if RESULTS.is_dir() else []
     assert [problem for folder in folders for problem in published_problems(folder)] == []
 
 
-def test_a_doctored_table_is_caught(tmp_path):
-    """The check of a table against its report: the report's own figures pass, each figure changed fails, naming
-    the stage, the column and both figures."""
-    from moses_integration.route.report_file import RouteReport, StageResult, write_report
-    stage = StageResult  # the figures of a report with a selection, a control and a baseline
-    report = RouteReport("nrefs:1", {"source": "dev.en", "reference": "dev.fr", "sentences": 10},
+def sample_report():
+    """A report with a selection, a control and a baseline, as `tune --select-on half` writes one."""
+    from moses_integration.route.report_file import RouteReport, StageResult
+    stage = StageResult
+    return RouteReport("nrefs:1", {"source": "dev.en", "reference": "dev.fr", "sentences": 10},
                          {"source": "test.en", "reference": "test.fr", "sentences": 10}, 3, (
         stage("baseline", "moses.ini as given", (44.36, 44.48, 44.16), ("b1", "b2", "b3"), (3, 5, 4), {}, 9.5,
               dev_bleu=(40.0, 40.5, 41.0), dev_hypotheses=("d1", "d2", "d3")),
@@ -315,6 +363,13 @@ def test_a_doctored_table_is_caught(tmp_path):
               dev_pairs_agreeing=8, dev_pairs=9, dev_control_delta=2.05, dev_control_p_value=0.0002,
               dev_control_pairs_agreeing=9, dev_control_pairs=9)),
         selection={"on": "half", "tuned_on": 5, "held_out": 5, "chosen": "rescored"})
+
+
+def test_a_doctored_table_is_caught(tmp_path):
+    """The check of a table against its report: the report's own figures pass, each figure changed fails, naming
+    the stage, the column and both figures."""
+    from moses_integration.route.report_file import write_report
+    report = sample_report()
     (tmp_path / "docs" / "results" / "x").mkdir(parents=True)
     write_report(str(tmp_path / "docs" / "results" / "x" / "report.json"), report)
     table = [line for line in markdown(report).splitlines() if line.startswith("|")]
@@ -356,3 +411,28 @@ def test_a_doctored_table_is_caught(tmp_path):
     (folder / "report.md").write_text(markdown(report).replace("44.33", "44.34"), encoding="utf-8")
     assert published_problems(folder) == ["x/report.md is not its report.json's (mosesrnn mert-report WORK --publish)",
                                           "x/plan.json holds a machine's path"]
+
+
+def test_a_choice_among_tunings_is_checked_against_their_reports(tmp_path):
+    """A table of ``choose_on_dev.py --publish``: a tuning's stage is its report's, a single is choice.json's."""
+    from moses_integration.route.report_file import write_report
+    results = tmp_path / "docs" / "results"
+    (results / "x").mkdir(parents=True)
+    (results / "choice").mkdir()
+    write_report(str(results / "x" / "report.json"), sample_report())
+    (results / "choice" / "choice.json").write_text(json.dumps({"tunings": ["x"], "singles": {"nmt": {
+        "name": "nmt", "dev-half BLEU": "41.50 (1 run)", "test BLEU": "40.25 (1 run)", "dev": "nmt.dev.hyp",
+        "test": "nmt.test.hyp"}}}))
+    header = ["| stage | dev-half BLEU (mean ± std) | test BLEU (mean ± std) |", "|---|---|---|"]
+
+    def problems(*rows: str) -> list[str]:
+        return report_table_problems(header + list(rows), "<!-- report: docs/results/choice -->", tmp_path)
+
+    assert problems("| **x: rescored** | 42.25 ± 0.25 | 46.27 ± 0.24 |",
+                    "| nmt (single) | 41.50 (1 run) | 40.25 (1 run) |",
+                    "| x: baseline | 40.50 ± 0.50 | 44.33 ± 0.16 |") == []
+    assert problems("| nmt (single) | 41.50 (1 run) | 40.52 (1 run) |") == [
+        "nmt (single), 'test BLEU (mean ± std)': '40.52 (1 run)' in the table, '40.25 (1 run)' in choice's report"]
+    assert problems("| x: rescored | 42.25 ± 0.25 | 46.27 ± 0.25 |")[0].startswith("x: rescored, 'test BLEU")
+    assert "names no stage of x's report" in problems("| x: reranked | 42.25 ± 0.25 | 46.27 ± 0.24 |")[0]
+    assert "neither a stage of the tunings of choice (x)" in problems("| y: rescored | 1 | 2 |")[0]
