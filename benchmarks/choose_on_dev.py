@@ -6,7 +6,8 @@ puts all their stages in one table, ranked by that held-out dev BLEU, and names 
 figure the choice reads. Single translations (e.g. a neural system translating alone: ``--single NAME DEV TEST``,
 its translations of the whole dev and test sets) join the ranking on the same held-out lines. Then the chosen
 stage's test BLEU is compared, with the reports' test (paired approximate randomisation between the median runs,
-and the run pairs agreeing), against the baseline, against its own control, and against each single.
+and the run pairs agreeing), against the baseline, its own control, the runner-up (the next stage on dev) and
+each single.
 
     python benchmarks/choose_on_dev.py tune-A tune-B --single nmt nmt/dev.beam10 nmt/test.beam10 > choice.md
 
@@ -128,6 +129,10 @@ def choose(parser: argparse.ArgumentParser, args) -> dict:
         control = by_name[chosen.control]
         print(f"- against its control ({chosen.control}): "
               f"{_compare(chosen, control.hypotheses, control.bleu, report)}")
+    runner_up = next((row for row in rows[1:] if row[3] is not None), None)
+    if runner_up is not None and runner_up[3].name not in ("baseline", chosen.control):
+        print(f"- against the runner-up on dev ({runner_up[1]}): "
+              f"{_compare(chosen, runner_up[3].hypotheses, runner_up[3].bleu, report)}")
     for name, _, test_hyp in args.single:
         bleu = file_bleu(test_hyp, report.test["reference"], "none")[0]
         print(f"- against {name} (single): {_compare(chosen, [test_hyp], [bleu], report)}")

@@ -241,40 +241,42 @@ def report_table_problems(rows: list[str], before: str, root: Path = ROOT) -> li
         if name not in stages:
             problems.append(f"{cells(row)[0]!r} names no stage of {folder.name}'s report ({', '.join(stages)})")
             continue
-        problems += row_problems(name, stages[name], cells(rows[0]), cells(row), folder.name)
+        problems += row_problems(name, stages[name], cells(rows[0]), cells(row), f"{folder.name}'s report")
     return problems
 
 
 def choice_table_problems(rows: list[str], folder: Path) -> list[str]:
     """What is wrong with a table of a choice among tunings (``benchmarks/choose_on_dev.py --publish``): each row is
     ``NAME: stage`` of the report in ``docs/results/NAME`` (one of the tunings the choice ranked), with its cells,
-    or ``NAME (single)``, with the single's figures of ``choice.json``."""
+    or ``name (single)``, with the single's figures of ``choice.json``; either may go on after a colon."""
     choice = json.loads((folder / "choice.json").read_text(encoding="utf-8"))
     problems = []
     for row in rows[2:]:
-        label = re.sub(r"[*`]", "", cells(row)[0]).strip()
-        tuning, _, stage = label.partition(": ")
+        words = re.sub(r"[*`]", "", cells(row)[0]).strip()
+        tuning, _, rest = words.partition(": ")
+        stage, label = rest.partition(":")[0].strip(), words.partition(":")[0].strip()
         if label.endswith(" (single)") and label[:-9] in choice["singles"]:
             single = choice["singles"][label[:-9]]
             expected = {"dev": single["dev-half BLEU"], "test": single["test BLEU"]}
+            source = f"{folder.name}/choice.json"
         elif tuning in choice["tunings"] and (folder.parent / tuning / "report.json").is_file():
             stages = {s.name: s for s in read_report(str(folder.parent / tuning / "report.json")).stages}
             if stage not in stages:
-                problems.append(f"{label!r} names no stage of {tuning}'s report ({', '.join(stages)})")
+                problems.append(f"{words!r} names no stage of {tuning}'s report ({', '.join(stages)})")
                 continue
-            expected = stage_cells(stages[stage])
+            expected, label, source = stage_cells(stages[stage]), f"{tuning}: {stage}", tuning
         else:
-            problems.append(f"{label!r} is neither a stage of the tunings of {folder.name} "
+            problems.append(f"{words!r} is neither a stage of the tunings of {folder.name} "
                             f"({', '.join(choice['tunings'])}) nor one of its singles ({', '.join(choice['singles'])})")
             continue
-        problems += row_problems(label, expected, cells(rows[0]), cells(row), folder.name)
+        problems += row_problems(label, expected, cells(rows[0]), cells(row), source)
     return problems
 
 
 def row_problems(name: str, expected: dict[str, str], headers: list[str], row_cells: list[str],
                  source: str) -> list[str]:
-    """The cells of one row that differ from ``expected`` (the report's cells by key), under the report's headers;
-    a column no report writes may hold no figure."""
+    """The cells of one row that differ from ``expected`` (the cells by key of ``source``, a report or a choice),
+    under the report's headers; a column no report writes may hold no figure."""
     problems = []
     for header, key, cell in zip(headers[1:], column_keys(headers[1:]), row_cells[1:]):
         cell = cell.replace("**", "").strip()
@@ -282,7 +284,7 @@ def row_problems(name: str, expected: dict[str, str], headers: list[str], row_ce
             if re.search(r"\d", cell):
                 problems.append(f"{name}, {header!r}: {cell!r}, in a column that is not the report's")
         elif cell != expected.get(key):
-            problems.append(f"{name}, {header!r}: {cell!r} in the table, {expected.get(key)!r} in {source}'s report")
+            problems.append(f"{name}, {header!r}: {cell!r} in the table, {expected.get(key)!r} in {source}")
     return problems
 
 
@@ -428,11 +430,11 @@ def test_a_choice_among_tunings_is_checked_against_their_reports(tmp_path):
     def problems(*rows: str) -> list[str]:
         return report_table_problems(header + list(rows), "<!-- report: docs/results/choice -->", tmp_path)
 
-    assert problems("| **x: rescored** | 42.25 ± 0.25 | 46.27 ± 0.24 |",
-                    "| nmt (single) | 41.50 (1 run) | 40.25 (1 run) |",
+    assert problems("| **x: rescored**: the CSLM | 42.25 ± 0.25 | 46.27 ± 0.24 |",
+                    "| nmt (single): beam 20 | 41.50 (1 run) | 40.25 (1 run) |",
                     "| x: baseline | 40.50 ± 0.50 | 44.33 ± 0.16 |") == []
     assert problems("| nmt (single) | 41.50 (1 run) | 40.52 (1 run) |") == [
-        "nmt (single), 'test BLEU (mean ± std)': '40.52 (1 run)' in the table, '40.25 (1 run)' in choice's report"]
+        "nmt (single), 'test BLEU (mean ± std)': '40.52 (1 run)' in the table, '40.25 (1 run)' in choice/choice.json"]
     assert problems("| x: rescored | 42.25 ± 0.25 | 46.27 ± 0.25 |")[0].startswith("x: rescored, 'test BLEU")
     assert "names no stage of x's report" in problems("| x: reranked | 42.25 ± 0.25 | 46.27 ± 0.24 |")[0]
     assert "neither a stage of the tunings of choice (x)" in problems("| y: rescored | 1 | 2 |")[0]
