@@ -1,4 +1,4 @@
 """``python -m mosesrnn``, e.g. ``torchrun --nproc-per-node 8 -m mosesrnn train ...``."""
-from .cli import run
+from .entry import main
 
-run()
+main()

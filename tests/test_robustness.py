@@ -190,6 +190,31 @@ def test_ctrl_c_keeps_the_work_and_says_how_to_resume(tmp_path, workers):
     assert gzip.decompress(out.read_bytes()) == gzip.decompress(reference.read_bytes())
 
 
+_SIGNAL_WHILE_IMPORTING = """
+import os, signal, sys
+
+class SignalOnImport:  # the signal comes while the commands' modules import (click is the first of them)
+    def find_spec(self, name, path=None, target=None):
+        if name == "click":
+            os.kill(os.getpid(), {signum})
+        return None
+
+sys.meta_path.insert(0, SignalOnImport())
+sys.argv = ["mosesrnn", "--help"]
+from mosesrnn.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_program_starts_is_one_line(signum):
+    """Before the commands exist there is nothing to keep: one line, and the status of an interrupted run."""
+    started = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_IMPORTING.format(signum=int(signum))],
+                             capture_output=True, text=True, timeout=60)
+    assert (started.returncode, started.stdout) == (128 + signum, "")
+    assert started.stderr == "mosesrnn: interrupted while starting: nothing done\n"
+
+
 def test_training_stopped_before_any_validation_leaves_a_usable_model(tmp_path):
     model = tmp_path / "model"
     args = ["train", TABLE, "-o", str(model), "--max-updates", "3", "--valid-every", "1000", "--embed-dim", "4",
