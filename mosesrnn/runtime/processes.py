@@ -23,6 +23,7 @@ import os
 import queue
 import signal
 import threading
+from multiprocessing import resource_tracker
 from typing import Any, Callable, Iterator, Sequence
 
 __all__ = ["Child", "ChildDied", "receive", "spawned_children"]
@@ -130,10 +131,10 @@ def _death(child: Child) -> ChildDied:
 @contextlib.contextmanager
 def spawned_children(children: Sequence[Child]) -> Iterator[Sequence[Child]]:
     """Start ``children`` and end them when the block is left: in order after success, at once after an error
-    or an interruption. The children start ignoring SIGINT and SIGTERM (a signal that comes while they start is
-    held, then delivered to this process)."""
+    or an interruption. The children ignore SIGINT and SIGTERM from their start (one that comes while they start
+    is held by them, then dropped; this process answers it as at any other time)."""
     try:
-        with _ignored_by_new_processes():
+        with _held_by_new_processes():
             for child in children:
                 child.start()
         yield children
@@ -146,27 +147,30 @@ def spawned_children(children: Sequence[Child]) -> Iterator[Sequence[Child]]:
 
 
 @contextlib.contextmanager
-def _ignored_by_new_processes() -> Iterator[None]:
-    """SIGINT and SIGTERM ignored by the processes started in the block (an ignored signal stays ignored across
-    exec, so a child's interpreter never sees one, even before its first line); blocked meanwhile in this one,
-    so that one sent now is delivered after, not lost."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # no signal handlers here: the children ignore the signals from their first line
-        return
+def _held_by_new_processes() -> Iterator[None]:
+    """SIGINT and SIGTERM blocked in this thread while it starts processes: a child inherits the mask across
+    fork and exec, so its interpreter holds a signal of the group until its first instructions ignore them
+    (:func:`_child_main`). This process' own handling is left as it is: a signal that comes meanwhile is taken
+    by another of its threads and answered as at any other time. (Ignoring it here instead, for the children
+    to inherit, lost it: a thread that does not block it takes it while it is ignored.)
+
+    multiprocessing's resource tracker, which a spawned process needs, is started first: starting it holds the
+    same two signals and then *unblocks* them, which inside the block would let the next child start without
+    them held."""
+    resource_tracker.ensure_running()
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in _SIGNALS}
     try:
         yield
     finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _child_main(target: Callable, inbox, outbox, parent: int, args: tuple) -> None:
-    """The child's first instructions: ignore the group's signals, die with the parent, then run ``target``."""
+    """The child's first instructions: ignore the group's signals (held since it started: one that came is
+    dropped), die with the parent, then run ``target``."""
     for sig in _SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
     with contextlib.suppress(OSError, AttributeError):  # not Linux: the inbox's end of file ends the child
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent died before the line above
