@@ -6,9 +6,9 @@ parent is copied) and talks to it through two pipes it owns, one each way:
 - the parent's messages go out on a thread of the child's own (``mosesrnn-send-N``), so sending never waits
   for a busy child; :func:`receive` waits on every child's pipe *and its death* at once, so a child that dies,
   also half-way through a message, is an error at once (:class:`ChildDied`), never a wait;
-- the child ignores SIGINT and SIGTERM from its first instruction (they reach the whole process group: the
-  parent decides what stops, and stops its children), and dies with its parent (Linux's ``PR_SET_PDEATHSIG``,
-  elsewhere its inbox's end of file), whatever it is doing;
+- the child holds SIGINT and SIGTERM from its start and ignores them from its first instruction (they reach
+  the whole process group: the parent decides what stops, and stops its children), and dies with its parent
+  (Linux's ``PR_SET_PDEATHSIG``, elsewhere its inbox's end of file), whatever it is doing;
 - :meth:`Child.stop` ends it in order (its inbox ends, it returns) within a deadline, :meth:`Child.kill` at
   once; neither waits on a pipe: a sending thread blocked on a dead child's pipe gets a broken pipe, since the
   parent keeps no copy of the child's ends.
