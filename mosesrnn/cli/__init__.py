@@ -69,16 +69,21 @@ def run() -> None:
     passed through ``exec`` of a string (dataclasses and namedtuple do that while modules import), so
     a run stopped during an import would end "killed by SIGINT" instead of exiting 130 like the rest.
     Once the command has returned, its work is done: a signal that comes while the interpreter shuts down
-    (hundreds of milliseconds with torch loaded) is ignored rather than ending the process "killed".
+    (hundreds of milliseconds with torch loaded) is ignored rather than ending the process "killed". A
+    process of a torchrun run skips that shutdown: the gloo threads that DistributedDataParallel still holds
+    can abort it there ("terminate called without an active exception", pytorch/pytorch#190489), its work
+    done and its files written.
     """
     try:
         main()
     except SystemExit as stop:
         for late in (signal.SIGINT, signal.SIGTERM):
             signal.signal(late, signal.SIG_IGN)
-        if stop.code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+        if stop.code in (128 + signal.SIGINT, 128 + signal.SIGTERM) or int(os.environ.get("WORLD_SIZE", 1)) > 1:
+            if isinstance(stop.code, str):
+                print(stop.code, file=sys.stderr)
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(OSError, ValueError):
                     stream.flush()
-            os._exit(stop.code)
+            os._exit(stop.code if isinstance(stop.code, int) else int(stop.code is not None))
         raise
