@@ -30,6 +30,7 @@ import statistics
 from moses_integration.route.plan import dev_halves
 from moses_integration.route.report_file import REPORT_JSON, RouteReport, StageResult, read_report, stage_cells
 from mosesrnn.formats.text_file import read_lines
+from mosesrnn.io.compressed import atomic_output
 from mosesrnn.tuning.bleu import file_bleu
 from mosesrnn.tuning.significance import compare_runs
 
@@ -78,11 +79,11 @@ def publish(folder: str, text: str, tunings: list[str], singles: dict) -> None:
             name = f"{single['name']}.{part}.hyp"
             shutil.copyfile(single.pop(part + "_path"), os.path.join(folder, name))
             single[part] = name
-    with open(os.path.join(folder, CHOICE_MD), "w", encoding="utf-8") as stream:
-        stream.write(text)
-    with open(os.path.join(folder, CHOICE_JSON), "w", encoding="utf-8") as stream:
-        json.dump({"tunings": tunings, "singles": singles}, stream, indent=1, ensure_ascii=False)
-        stream.write("\n")
+    with atomic_output(os.path.join(folder, CHOICE_MD)) as stream:
+        stream.write(text.encode("utf-8"))
+    with atomic_output(os.path.join(folder, CHOICE_JSON)) as stream:
+        stream.write((json.dumps({"tunings": tunings, "singles": singles}, indent=1, ensure_ascii=False)
+                      + "\n").encode("utf-8"))
     print(f"wrote {folder}/{CHOICE_MD}, {CHOICE_JSON} and the singles' translations; now its COMMANDS.md")
 
 
