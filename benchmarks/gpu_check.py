@@ -4,16 +4,21 @@ GPU time is scarce (a 15-minute session, drawn by chance), so this prints, in un
 
 1. the device (GPU name, or the CPU's model and flags: AVX2, AVX-512, AMX), torch, the git commit;
 2. the device's matmul FLOP/s, fp32 and bf16 (the denominator of every roofline share);
-3. model only: ``RNNFeature.values`` pairs/s on the first lines of the Tatoeba table (50,000 on a GPU), by
-   preset (random weights: speed does not depend on training), path (exact fp32, exact bf16, skip fp32) and
+3. model only: pairs/s of the model's part of the rnn column (``RNNFeature.compute`` of pairs already in ids,
+   its copy back included: the device's work is inside the clock), on the first lines of the Tatoeba table (50,000
+   on a GPU), after a warm-up (a second on a GPU) and over rounds (5 on a GPU; median and spread), by preset
+   (random weights: speed does not depend on training), path (exact fp32, exact bf16, skip fp32) and
    ``batch_tokens`` (4,096 and 32,768 on a GPU), with the share of the roofline (useful FLOP/s / matmul FLOP/s);
+   the encoding (text to ids, the workers' part) as rows of its own;
 4. the decode's waits: how often a chunk reads the device back (on a GPU the profiler's synchronisations and
    device-to-host copies; on a CPU the tensor calls that would be one), against its batches;
-5. cuda against the CPU: max and mean |delta log p| of the shipped model's values, on the device in fp32 and
-   bf16 against the CPU's fp32 (skipped on a CPU);
-6. end to end: ``mosesrnn score`` lines/s in a child process on the table's first lines: the shipped model,
-   ``--normalizer skip``, a paper-preset model, ``--features unk`` alone, and by ``--workers`` where the
-   installed ``mosesrnn score`` has that option;
+5. cuda against the CPU: max and mean |delta log p| of the shipped model's values, on the device in fp32 (also
+   with TF32 matmuls) and bf16 against the CPU's fp32 (skipped on a CPU);
+6. end to end: ``mosesrnn score`` in a child process on the table's first lines repeated to the size asked
+   (2,000,000 on a GPU): by ``--workers`` first (up to the cores but one: the models' process needs one), then
+   the shipped model, ``--normalizer skip``, a paper-preset model and ``--features unk`` alone; lines/s of the
+   pass (its log) and of the whole process, start-up (the process less its pass) as a figure of its own, every
+   row's command and stderr kept beside the report (``gpu-check-logs/``);
 7. the recurrent steps compiled (``compile=``: inductor; CUDA graphs on a GPU) against eager: pairs/s, compile
    time and how far the values move;
 8. ``mosesrnn train``, ``lm train`` and ``bilm train`` for 20 s of training each (a CPU: 20 s; --quick: 5 s):
@@ -55,7 +60,7 @@ import click
 import torch
 from compile_speed import HEADER as COMPILE_HEADER
 from compile_speed import compile_rows
-from score_speed import flops_per_pair, matmul_flops, pairs_per_second, trained_model
+from score_speed import flops_per_pair, matmul_flops, trained_model
 from torch.overrides import TorchFunctionMode
 
 from mosesrnn.cli import main as cli
@@ -81,8 +86,8 @@ PATHS = (("exact", "fp32"), ("exact", "bf16"), ("skip", "fp32"))
 #: each section's deadline as a share of the budget (model only, waits, agreement, end to end, compiled; training
 #: takes the rest), by the sections' weight: on a GPU the end-to-end rows and the compiling weigh most, on a CPU
 #: the paper preset's model-only rows
-DEADLINES = {"gpu": (0.20, 0.27, 0.31, 0.56, 0.80), "cpu": (0.35, 0.40, 0.42, 0.65, 0.82)}
-SCORED = re.compile(r"scored (\d+) lines .* in ([\d.]+) s \(([\d.]+) lines/s\)")
+DEADLINES = {"gpu": (0.15, 0.20, 0.24, 0.62, 0.80), "cpu": (0.35, 0.40, 0.42, 0.65, 0.82)}
+SCORED = re.compile(r"scored (\d+) lines .* in ([\d.]+) s \(([\d.]+) lines/s[;)]")
 STOPPED = re.compile(r"stopped \((\w+)\) after (\d+) updates: .*; (\d+) ([\w-]+)/s")
 PERPLEXITY = re.compile(r"validation perplexity ([\d.]+)")
 
@@ -101,10 +106,11 @@ class Sizes:
     compile_pairs: int  # the compiled steps against eager
     chunk_lines: int = 20000  # as `mosesrnn score` cuts the table (the waits are counted per chunk)
     train_sentences: int | None = None  # lm and bilm train: the first sentences of the training text (None: all)
+    warmup_seconds: float = 0.0  # model only: each feature computes for this long before its rounds
 
     def table_lines(self) -> int:
-        """The most lines of the phrase table any row reads."""
-        return max(self.pairs, self.score_lines, self.agreement_pairs, self.train_lines, self.compile_pairs)
+        """The most lines of the phrase table any row reads (the end-to-end rows repeat the table to their size)."""
+        return max(self.pairs, self.agreement_pairs, self.train_lines, self.compile_pairs)
 
 
 def sizes_for(device: str, quick: bool) -> Sizes:
@@ -112,10 +118,10 @@ def sizes_for(device: str, quick: bool) -> Sizes:
     gpu = device != "cpu"
     batch_tokens = (4096, 32768) if gpu else (1024, 4096)
     if quick:
-        return Sizes(50, 1, batch_tokens, 200, 1000, 5, 3000, 256, 100, 20, 2000)
+        return Sizes(50, 1, batch_tokens, 4000, 1000, 5, 3000, 256, 100, 20, 2000)
     if gpu:
-        return Sizes(50_000, 2, batch_tokens, 100_000, 5000, 20, 500_000, 4096, 50_000)
-    return Sizes(500, 2, batch_tokens, 4000, 2000, 20, 20_000, 1024, 500, 200, 20_000)
+        return Sizes(50_000, 5, batch_tokens, 2_000_000, 5000, 20, 500_000, 4096, 50_000, warmup_seconds=1.0)
+    return Sizes(500, 5, batch_tokens, 40_000, 2000, 20, 20_000, 1024, 500, 200, 20_000, warmup_seconds=0.2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -335,31 +341,75 @@ def matmul_section(report: Report, device: str, sizes: Sizes) -> dict[str, float
 
 # -- 3. the model alone ----------------------------------------------------------------------------------------
 
+def chunks_of(entries, size: int) -> list:
+    """``entries`` cut as the scorer cuts a table."""
+    return [entries[start:start + size] for start in range(0, len(entries), size)]
+
+
+def compute_speed(feature: RNNFeature, encoded: list, pairs: int, warmup: float) -> float:
+    """pairs/s of ``feature.compute`` over chunks already in ids, after ``warmup`` seconds of the same work. The
+    values come back to the host in each call (one copy a chunk), so the device's work is inside the clock."""
+    ended = time.perf_counter() + warmup
+    feature.compute(encoded[0])
+    while time.perf_counter() < ended:
+        feature.compute(encoded[0])
+    started = time.perf_counter()
+    for chunk in encoded:
+        feature.compute(chunk)
+    return pairs / (time.perf_counter() - started)
+
+
+def spread(speeds: list[float]) -> str:
+    """A row's rounds: their min-max, and how far apart they are."""
+    return f"{min(speeds):,.0f}-{max(speeds):,.0f} ({max(speeds) / min(speeds):.2f}x)"
+
+
 def model_rows(preset: str, trained, entries, peaks, device: str, sizes: Sizes, budget: Budget) -> list[list[str]]:
     """One row per (batch_tokens, path): median pairs/s over alternated rounds and its roofline share."""
     config, rows, need = trained.model.config, [], 1.0
     flops = {normaliser: flops_per_pair(config, entries, skip=normaliser == "skip")[0]
              for normaliser in ("exact", "skip")}
+    chunks = chunks_of(entries, sizes.chunk_lines)
     for batch_tokens in sizes.batch_tokens:
         if not budget.allows(need, f"{preset}, batch_tokens {batch_tokens} and after"):
             break
         started = time.monotonic()
         features = {path: RNNFeature(trained, normaliser=path[0], dtype=path[1], batch_tokens=batch_tokens,
                                      device=device) for path in PATHS}
+        encoded = [features[PATHS[0]].encoder(chunk) for chunk in chunks]
         speeds: dict[tuple, list[float]] = {path: [] for path in PATHS}
         for round_number in range(sizes.rounds):
             for path in (PATHS if round_number % 2 == 0 else PATHS[::-1]):
-                speeds[path].append(pairs_per_second(features[path], entries))
+                warmup = sizes.warmup_seconds if round_number == 0 else 0.0
+                speeds[path].append(compute_speed(features[path], encoded, len(entries), warmup))
         for normaliser, dtype in PATHS:
             speed = statistics.median(speeds[normaliser, dtype])
             useful = speed * flops[normaliser]
             rows.append([preset, sized(len(entries), sizes.pairs, "pairs"), f"{batch_tokens:,}",
-                         f"{normaliser} {dtype}", f"{speed:,.0f}",
-                         f"{min(speeds[normaliser, dtype]):,.0f}-{max(speeds[normaliser, dtype]):,.0f}",
+                         f"{normaliser} {dtype}", f"{speed:,.0f}", spread(speeds[normaliser, dtype]),
                          f"{flops[normaliser] / 1e6:.2f}", f"{useful / 1e9:,.1f}",
                          f"{useful / peaks[dtype]:.1%} of {dtype}"])
         need = time.monotonic() - started
     return rows
+
+
+def encoding_section(report: Report, entries, sizes: Sizes) -> None:
+    """pairs/s of the rnn column's encoder (text -> ids, on the host: the workers' part), apart from the model's."""
+    report.section("Encoding: pairs/s")
+    report.command(f"RNNFeature(load_encoder_decoder('{MODEL.relative_to(ROOT)}')).encoder(chunk) over the first "
+                   f"{len(entries):,} pairs in chunks of {sizes.chunk_lines:,}, {max(sizes.rounds, 1)} round(s), "
+                   f"median")
+    feature, chunks = RNNFeature(load_encoder_decoder(str(MODEL))), chunks_of(entries, sizes.chunk_lines)
+    speeds = []
+    for _ in range(max(sizes.rounds, 1)):
+        started = time.perf_counter()
+        for chunk in chunks:
+            feature.encoder(chunk)
+        speeds.append(len(entries) / (time.perf_counter() - started))
+    report.table(["encoder", "size", "pairs/s", "rounds min-max (spread)"],
+                 [["shipped model's (15,000-word shortlists)", sized(len(entries), sizes.pairs, "pairs"),
+                   f"{statistics.median(speeds):,.0f}", spread(speeds)]])
+    report.line("\nOne process' host work a pair before the model: with `score --workers N` the N workers do it.")
 
 
 def random_model(preset: str, entries):
@@ -377,8 +427,9 @@ def model_section(report: Report, budget: Budget, device: str, entries, peaks, s
     """The model alone, by preset, path and batch_tokens; returns the paper preset's model (for end to end)."""
     report.section("Model only: pairs/s")
     report.command(f"RNNFeature(score_speed.trained_model(preset, pairs), normaliser=..., dtype=..., "
-                   f"batch_tokens=..., device='{device}').values(first {len(entries):,} pairs), "
-                   f"{sizes.rounds} alternated round(s), median")
+                   f"batch_tokens=..., device='{device}').compute(ids) over the first {len(entries):,} pairs in "
+                   f"chunks of {sizes.chunk_lines:,}, encoded beforehand (the encoding: the next section), a "
+                   f"{sizes.warmup_seconds:g}-s warm-up, {sizes.rounds} alternated round(s), median")
     rows, paper = [], None
     for preset in ("small", "paper"):
         if not budget.allows(5, f"preset {preset}"):
@@ -386,7 +437,7 @@ def model_section(report: Report, budget: Budget, device: str, entries, peaks, s
         trained = random_model(preset, entries)
         rows += model_rows(preset, trained, entries, peaks, device, sizes, budget)
         paper = trained if preset == "paper" else paper
-    report.table(["preset", "size", "batch_tokens", "path", "pairs/s", "rounds min-max", "MFLOP/pair",
+    report.table(["preset", "size", "batch_tokens", "path", "pairs/s", "rounds min-max (spread)", "MFLOP/pair",
                   "useful GFLOP/s", "roofline share"], rows)
     report.line("\nMFLOP/pair from `score_speed.flops_per_pair` (skip: K = 1, the target's row of G_l); "
                 "roofline share = pairs/s x FLOPs/pair / the matmul peak of that dtype.")
@@ -439,7 +490,7 @@ def waits_section(report: Report, budget: Budget, device: str, entries, sizes: S
     if not budget.allows(10, "the count"):
         return
     batch_tokens = min(sizes.batch_tokens)  # the smallest batches: the most of them per chunk
-    chunks = [entries[start:start + sizes.chunk_lines] for start in range(0, len(entries), sizes.chunk_lines)]
+    chunks = chunks_of(entries, sizes.chunk_lines)
     if device == "cpu":
         report.command(f"RNNFeature(load_encoder_decoder('{MODEL.relative_to(ROOT)}'), normaliser=..., dtype=..., "
                        f"batch_tokens={batch_tokens}).values(chunk) under a TorchFunctionMode counting the tensor "
@@ -493,11 +544,17 @@ def agreement_section(report: Report, budget: Budget, device: str, table: str, s
                    f".values(first {len(entries):,} pairs), against device='cpu', dtype='fp32'")
     reference = RNNFeature(load_encoder_decoder(str(MODEL)), device="cpu").values(entries)
     rows = []
-    for dtype in ("fp32", "bf16"):
-        values = RNNFeature(load_encoder_decoder(str(MODEL), map_location=device), device=device,
-                            dtype=dtype).values(entries)
+    for dtype, tf32 in (("fp32", False), ("fp32", True), ("bf16", False)):
+        before = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        try:
+            values = RNNFeature(load_encoder_decoder(str(MODEL), map_location=device), device=device,
+                                dtype=dtype).values(entries)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = before
         delta = [abs(a - b) for a, b in zip(values, reference)]
-        rows.append([f"{device} {dtype}", sized(len(entries), sizes.agreement_pairs, "pairs"), f"{max(delta):.2e}",
+        rows.append([f"{device} {dtype}{' (TF32 matmuls)' if tf32 else ''}",
+                     sized(len(entries), sizes.agreement_pairs, "pairs"), f"{max(delta):.2e}",
                      f"{statistics.fmean(delta):.2e}"])
     report.table(["values", "size", "max |Δ log p| (nats)", "mean |Δ log p|"], rows)
     report.line(f"\nmean |log p| of the CPU's values: {statistics.fmean(abs(v) for v in reference):.2f}")
@@ -513,18 +570,41 @@ def write_head(table: str, path: str, lines: int | None) -> int:
     return len(head)
 
 
+def write_repeated(table: str, path: str, lines: int) -> tuple[int, int]:
+    """Write ``lines`` lines as a gzip file: ``table``'s lines, repeated from its start as often as it takes (a
+    scorer's speed does not depend on which lines it reads); (lines written, lines of the table used)."""
+    with open_input(table) as source:
+        head = list(itertools.islice(source, lines))
+    if head and not head[-1].endswith(b"\n"):
+        head[-1] += b"\n"
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        written = 0
+        while head and written < lines:
+            part = head[:lines - written]
+            out.writelines(part)
+            written += len(part)
+    return written, len(head)
+
+
+def worker_counts(cores: int) -> list[int]:
+    """The --workers of the end-to-end rows, most first: the cores but one (the models' process needs one), the
+    powers of two below, 1 and 0."""
+    most = max(cores - 1, 1)
+    return sorted({0, 1, most} | {2 ** k for k in range(1, most.bit_length()) if 2 ** k <= most}, reverse=True)
+
+
 def score_runs(device: str, paper_path: str | None, workers: bool) -> list[tuple[str, list]]:
-    """(label, options) of every end-to-end row: the shipped model's paths, paper, unk alone, --workers."""
+    """(label, options) of every end-to-end row: --workers first, then the shipped model's paths, paper, unk alone
+    (the scorer's default workers)."""
     model, runs = ["-m", MODEL], []
+    if workers:
+        runs += [(f"shipped model, --workers {count}", model + ["--workers", count])
+                 for count in worker_counts(len(os.sched_getaffinity(0)))]
     runs.append(("shipped small model, exact", model))
     runs.append(("shipped model, --normalizer skip", model + ["--normalizer", "skip"]))
     if paper_path:
         runs.append(("paper preset, random weights", ["-m", paper_path]))
     runs.append(("--features unk alone (no network)", model + ["--features", "unk"]))
-    if workers:
-        cores = len(os.sched_getaffinity(0))
-        counts = sorted({0, 1, cores} | {2 ** k for k in range(1, cores.bit_length()) if 2 ** k <= cores})
-        runs += [(f"shipped model, --workers {count}", model + ["--workers", count]) for count in counts]
     return [(label, options + ["--device", device]) for label, options in runs]
 
 
@@ -534,47 +614,62 @@ def knows_workers() -> bool:
     return any("--workers" in parameter.opts for parameter in score.params)
 
 
+def keep_log(logs: Path | None, number: int, label: str, command: str, done: subprocess.CompletedProcess) -> str:
+    """Write a row's command and stderr to ``logs/NN-label.log``; its name for the report ("-" without logs)."""
+    if logs is None:
+        return "-"
+    name = f"{number:02d}-{re.sub(r'[^a-z0-9]+', '-', label.lower()).strip('-')}.log"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / name).write_text(f"$ {command}\n(exit status {done.returncode})\n{done.stderr}", encoding="utf-8")
+    return f"{logs.name}/{name}"
+
+
 def score_row(label: str, options: list, folder: str, slice_path: str, budget: Budget, lines: int,
-              size: str) -> list[str]:
+              size: str, log: tuple[Path | None, int]) -> list[str]:
     out = os.path.join(folder, "out.gz")
     words = ["score", slice_path, *options, "-o", out, "--restart"]
     done, wall = run_child(words, budget)
+    kept = keep_log(log[0], log[1], label, shown(words, folder), done)
     for leftover in (out, out + ".json"):
         if os.path.exists(leftover):
             os.remove(leftover)
     if done.returncode:
-        return [label, f"`{shown(words, folder)}`", size, failure(done), "", ""]
+        return [label, f"`{shown(words, folder)}`", size, failure(done), "", "", "", kept]
     found = SCORED.search(done.stderr)
-    logged = f"{float(found[3]):,.0f}" if found else "not logged"
+    logged, startup = (f"{float(found[3]):,.0f}", f"{wall - float(found[2]):.1f}") if found else ("not logged", "?")
     if found and int(found[1]) != lines:  # what the scorer read, not what was asked
         size = f"{int(found[1]):,} lines scored of {lines:,} written"
-    return [label, f"`{shown(words, folder)}`", size, logged, f"{wall:.1f}", f"{lines / wall:,.0f}"]
+    return [label, f"`{shown(words, folder)}`", size, logged, startup, f"{wall:.1f}", f"{lines / wall:,.0f}", kept]
 
 
-def score_section(report: Report, budget: Budget, device: str, table: str, paper, sizes: Sizes) -> None:
-    """`mosesrnn score` in a child process, lines/s as it logs them and by the wall clock (start-up included)."""
+def score_section(report: Report, budget: Budget, device: str, table: str, paper, sizes: Sizes,
+                  logs: Path | None) -> None:
+    """`mosesrnn score` in a child process: lines/s of its pass as it logs them, its start-up, and lines/s by the
+    wall clock (start-up included); each row's command and stderr in ``logs``."""
     report.section("End to end: mosesrnn score")
     workers = knows_workers()
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as folder:
         slice_path = os.path.join(folder, "slice.gz")
-        lines = write_head(table, slice_path, sizes.score_lines)
+        lines, used = write_repeated(table, slice_path, sizes.score_lines)
         paper_path = None
         if paper is not None:
             paper_path = os.path.join(folder, "paper-random.pt")
             save_encoder_decoder(paper_path, paper.model.to("cpu"), paper.text)
-        report.line(f"slice.gz: the first {lines:,} lines of {table}; paper-random.pt: the "
+        repeated = f", repeated to {lines:,}" if lines > used else ""
+        report.line(f"slice.gz: the first {used:,} lines of {table}{repeated}; paper-random.pt: the "
                     f"paper-preset model of the model-only rows (random weights); rows without --workers run "
-                    f"the scorer's default{' (--workers auto)' if workers else ''}\n")
+                    f"the scorer's default{' (--workers auto)' if workers else ''}; start-up: the process' wall "
+                    f"time less its pass (interpreter, imports, the model's loading)\n")
         rows, need = [], 10.0
-        for label, options in score_runs(device, paper_path, workers):
+        for number, (label, options) in enumerate(score_runs(device, paper_path, workers), start=1):
             if not budget.allows(need, f"{label} and after"):
                 break
             started = time.monotonic()
             rows.append(score_row(label, options, folder, slice_path, budget, lines,
-                                  sized(lines, sizes.score_lines, "lines")))
+                                  sized(lines, sizes.score_lines, "lines"), (logs, number)))
             need = max(need, time.monotonic() - started)
-    report.table(["run", "command", "size", "lines/s (its log)", "wall s (start-up included)", "lines/s (wall)"],
-                 rows)
+    report.table(["run", "command", "size", "lines/s (its log)", "start-up s", "wall s (start-up included)",
+                  "lines/s (wall)", "stderr"], rows)
     if not workers:
         report.line("\n--workers rows skipped: the installed `mosesrnn score --help` has no --workers option yet")
 
@@ -711,12 +806,14 @@ def main() -> None:
     deadlines = iter(DEADLINES["cpu" if device == "cpu" else "gpu"])
     budget.until(next(deadlines))
     paper = model_section(report, budget, device, entries, peaks, sizes)
+    encoding_section(report, entries, sizes)
     budget.until(next(deadlines))
     waits_section(report, budget, device, entries, sizes)
     budget.until(next(deadlines))
     agreement_section(report, budget, device, data.table, sizes)
     budget.until(next(deadlines))
-    score_section(report, budget, device, data.table, paper, sizes)
+    logs = Path(args.out).resolve().parent / "gpu-check-logs" if args.out else None
+    score_section(report, budget, device, data.table, paper, sizes, logs)
     budget.until(next(deadlines))
     compile_section(report, budget, device, data, sizes)
     budget.until(1.0)

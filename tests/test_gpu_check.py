@@ -19,7 +19,8 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 DATA = ROOT / "tests/data"
-SECTIONS = ("Device", "Matmul peak", "Model only: pairs/s", "Decode waits per chunk", "cuda vs CPU agreement",
+SECTIONS = ("Device", "Matmul peak", "Model only: pairs/s", "Encoding: pairs/s", "Decode waits per chunk",
+            "cuda vs CPU agreement",
             "End to end: mosesrnn score", "Compiled recurrent steps", "Training runs")
 MODELS = ("att-en-fr", "att-fr-en", "bilm-r2l", "bilm-s2t", "bilm-t2s", "cslm")
 #: python-isal unimportable, in the check and in every process it starts (PYTHONPATH's sitecustomize)
@@ -178,7 +179,9 @@ def test_the_header_names_the_cpu_torch_and_the_commit(run):
     ("Matmul peak", ["GFLOP/s"], 2),
     ("Model only: pairs/s", ["pairs/s", "MFLOP/pair", "useful GFLOP/s", "roofline share"], 2 * 2 * 3),
     ("Decode waits per chunk", ["batches per chunk", "host reads per chunk"], 3),
-    ("End to end: mosesrnn score", ["lines/s (its log)", "wall s (start-up included)", "lines/s (wall)"], 4),
+    ("Encoding: pairs/s", ["pairs/s"], 1),
+    ("End to end: mosesrnn score", ["lines/s (its log)", "start-up s", "wall s (start-up included)",
+                                    "lines/s (wall)"], 4),
     ("Compiled recurrent steps", ["pairs/s", "x eager"], 4),
     ("Training runs", ["updates", "speed", "validation perplexity"], 3),
 ])
@@ -192,6 +195,7 @@ def test_every_row_is_there_with_figures_above_zero(run, title, columns, rows):
 
 def test_the_model_rows_cover_both_presets_and_the_three_paths(run):
     found = table(section(run[0], "Model only: pairs/s"))
+    assert "encoded beforehand" in section(run[0], "Model only: pairs/s")
     assert {(row["preset"], row["path"]) for row in found} == {
         (preset, path) for preset in ("small", "paper") for path in ("exact fp32", "exact bf16", "skip fp32")}
 
@@ -202,6 +206,21 @@ def test_each_table_names_its_command(run):
     for title, command in (("End to end: mosesrnn score", "mosesrnn score slice.gz"),
                            ("Training runs", "mosesrnn ")):
         assert all(row["command"].startswith(f"`{command}") for row in table(section(run[0], title)))
+
+
+def test_the_end_to_end_rows_measure_the_workers_first_and_keep_every_stderr(device, run):
+    """Issue 56: the --workers rows first (the goal's configuration), at most the cores but one; each row's command
+    and stderr kept beside the report; the 3,000-line bundle repeated to the size the rows name."""
+    text = section(run[0], "End to end: mosesrnn score")
+    assert "the first 3,000 lines of" in text and "repeated to 4,000" in text
+    rows = table(text)
+    counts = [int(re.search(r"--workers (\d+)", row["run"])[1]) for row in rows if "--workers" in row["run"]]
+    cores = len(os.sched_getaffinity(0))
+    assert counts and rows[0]["run"].endswith(f"--workers {counts[0]}") and counts == sorted(counts, reverse=True)
+    assert counts[0] == max(cores - 1, 1) and 0 in counts
+    for row in rows:
+        log = device["out"] / row["stderr"]
+        assert log.read_text().startswith(f"$ {row['command'].strip('`')}\n(exit status 0)\n"), row
 
 
 def test_the_agreement_is_skipped_on_the_cpu(run):

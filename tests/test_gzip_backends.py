@@ -113,16 +113,17 @@ def test_the_text_size_of_a_gzip_file_is_estimated_the_same(backend, tmp_path):
 
 
 def _resumable(path, pieces: list[bytes], resume: bool, stop_after: int | None = None) -> ResumableOutput:
-    """Write ``pieces`` through a ResumableOutput, a checkpoint after each; with ``stop_after``, stop there as a
-    killed run would: the checkpointed pieces, then a piece half written without its checkpoint."""
+    """Write ``pieces`` through a ResumableOutput as gzip members, a checkpoint after each; with ``stop_after``,
+    stop there as a killed run would: the checkpointed pieces, then a piece half written without its checkpoint."""
     output = ResumableOutput(str(path), {"run": 1}, resume=resume)
     done = output.state["pieces"] if output.state else 0
     for number, piece in enumerate(pieces[done:], start=done):
+        member = gzip_stream.gzip_member(piece)
         if stop_after is not None and number == stop_after:
-            output.write(piece[:len(piece) // 2])  # compressed, partly flushed, never recorded
+            output.write(member[:len(member) // 2])  # partly flushed, never recorded
             output._raw.close()
             return output
-        output.write(piece)
+        output.write(member)
         output.checkpoint({"pieces": number + 1})
     output.finish()
     return output

@@ -18,7 +18,7 @@ from mosesrnn.io.roles import input_file
 from mosesrnn.pipeline.score import score_table
 from mosesrnn.pipeline.shards import ShardSpec
 from mosesrnn.pipeline.table_chunks import RawChunk, TableChunks, parse_chunk
-from mosesrnn.pipeline.workers import ChunkText, WorkerDied, WorkerError, WorkerPool, default_workers, worker_count
+from mosesrnn.pipeline.workers import ChunkJob, WorkerDied, WorkerError, WorkerPool, default_workers, worker_count
 from mosesrnn.text.id_arrays import id_arrays
 
 
@@ -112,22 +112,22 @@ def test_ids_in_bulk_equal_the_codec_phrase_by_phrase(features):
     assert lengths.tolist() == [len(codec.ids(pair.target)) + 1 for pair in pairs]
     encoded = PairEncoder(trained.input_codec, trained.output_codec, trained.direction)(pairs)
     assert len(encoded.inputs) == len({pair.source for pair in pairs})
-    assert features[0].compute(encoded) == features[0].values(pairs)
+    assert features[0].compute(encoded).tolist() == features[0].values(pairs)
 
 
 def test_a_dead_worker_is_an_error_not_a_wait(features):
-    text_work = ChunkText(TABLE, "utf-8", 5, tuple(feature.encoder for feature in features), (9, None))
+    job = ChunkJob(TABLE, "utf-8", tuple(feature.encoder for feature in features), (9, None))
     with pytest.raises(WorkerDied, match=r"worker 1 of 1 died \(killed by SIGKILL\): out of memory\?"):
-        with WorkerPool(1, text_work) as pool:
-            os.kill(pool._workers[0].process.pid, signal.SIGKILL)
-            pool.encode(0, RawChunk(1, 1, b"a ||| b ||| 1 2 3 4 5\n"))
+        with WorkerPool(1, job) as pool:
+            os.kill(pool._workers[0].pid, signal.SIGKILL)
+            pool.encode(0, RawChunk(1, 1, b"a ||| b ||| 1 2 3 4 5\n"), 5)
             pool.encoded(0)
 
 
 def test_a_failing_worker_sends_its_traceback():
-    text_work = ChunkText(TABLE, "utf-8", 5, (len,), (9,))
-    with WorkerPool(1, text_work) as pool:
-        pool.encode(0, RawChunk(1, 1, b"a ||| b ||| 1 2 3 4 5\n"))
+    job = ChunkJob(TABLE, "utf-8", (len,), (9,))
+    with WorkerPool(1, job) as pool:
+        pool.encode(0, RawChunk(1, 1, b"a ||| b ||| 1 2 3 4 5\n"), 5)
         pool.encoded(0)
         pool.format(0, [["not a number"]])
         with pytest.raises(WorkerError, match=r"a worker failed on chunk 1:\n.*Traceback"):

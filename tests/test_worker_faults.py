@@ -67,7 +67,7 @@ def _gzip(path: Path, lines: list[str]) -> Path:
 
 class Score:
     """``mosesrnn score TABLE -m MODEL -o OUT`` started in a session of its own (so that the processes it leaves,
-    workers and multiprocessing's resource tracker included, can be found and killed)."""
+    its workers included, can be found and killed)."""
 
     def __init__(self, table, model, out, *extra, workers="2", limits=None, stdout=subprocess.DEVNULL):
         self.args = ["score", str(table), "-m", str(model), "-o", str(out), "--threads", "1", "--workers", workers,
@@ -97,7 +97,7 @@ class Score:
     def children(self) -> list[int]:
         """The run's worker processes, once started."""
         return [pid for pid, command in _session_processes(self.session).items()
-                if pid != self.session and "spawn_main" in command and "pipe_handle" in command]
+                if pid != self.session and "mosesrnn.runtime.child" in command]
 
     def signal_group(self, signum: int) -> None:
         os.killpg(self.session, signum)
@@ -292,3 +292,56 @@ def test_more_workers_than_cores_are_capped_with_one_line(tmp_path, table, model
     assert run.returncode == 0, run.stderr
     assert f"--workers 1000 capped at {cores}" in run.stderr
     assert gzip.decompress((tmp_path / "out.gz").read_bytes()) == reference
+
+
+# -- workers that start without the caller's script -----------------------------------------------------------------
+
+README_EXAMPLE = '''\
+import mosesrnn
+
+model = mosesrnn.load({model!r})
+model.log_prob(["the house"], ["la maison"])
+mosesrnn.score_table({table!r}, {out!r}, mosesrnn.FeatureOptions(model={model!r}, threads=1), workers={workers})
+print("scored")
+'''
+
+
+@pytest.mark.parametrize("workers", ["None", "2"])
+def test_the_readmes_example_as_an_unguarded_script_scores_with_workers(tmp_path, table, model, reference, workers):
+    """Issue 56: README's Python example saved as a script without `if __name__ == "__main__":` hung for ever
+    with workers (each spawned worker re-ran the script and died; the parent blocked writing its arguments).
+    ``None``: the default count, one worker on two cores for this 17 MB table."""
+    out = tmp_path / "scored.gz"
+    script = tmp_path / "example.py"
+    script.write_text(README_EXAMPLE.format(model=str(model), table=str(table), out=str(out), workers=workers))
+    run = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True, cwd=tmp_path)
+    try:
+        stdout, stderr = run.communicate(timeout=HANG_GUARD)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"hung: {_kill_session(run.pid)}")
+    assert run.returncode == 0 and stdout == "scored\n", stderr
+    assert gzip.decompress(out.read_bytes()) == reference
+    assert _session_processes(run.pid, wait=3.0) == {}
+
+
+@pytest.mark.parametrize("bootstrap, how", [("import os; os._exit(3)", "exit status 3"),
+                                            ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+                                             "killed by SIGKILL")])
+def test_a_worker_that_dies_before_reading_its_work_ends_the_run_at_once(tmp_path, table, monkeypatch, bootstrap,
+                                                                         how):
+    """A worker that dies as it starts (an import error, the OOM killer, a ulimit), before it has read the work
+    sent to it (the shipped model's shortlists: far more than a pipe holds), is an error within seconds."""
+    from mosesrnn.encdec.model_file import load_encoder_decoder
+    from mosesrnn.features.rnn import RNNFeature
+    from mosesrnn.pipeline.score import score_table
+    from mosesrnn.pipeline.workers import WorkerDied
+    from mosesrnn.runtime import processes
+
+    trained = load_encoder_decoder(str(Path(__file__).parents[1] / "examples/model/tatoeba-small.pt"))
+    monkeypatch.setattr(processes, "_BOOTSTRAP", bootstrap)
+    started = time.monotonic()
+    with pytest.raises(WorkerDied, match=f"worker [12] of 2 died \\({how}\\)"):
+        score_table(str(table), str(tmp_path / "out.gz"), [RNNFeature(trained)], workers=2)
+    assert time.monotonic() - started < 30
+    assert _files(tmp_path) == []

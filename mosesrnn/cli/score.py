@@ -59,10 +59,10 @@ class WorkerCount(click.ParamType):
 @click.option("--chunk-lines", default=20000, show_default=True, type=click.IntRange(1),
               help="Lines read, scored and written per chunk.")
 @click.option("--workers", default="auto", show_default=True, type=WorkerCount(),
-              help="Processes that parse, encode and format the chunks beside the one that runs the models, "
-                   "so that a GPU is kept busy (the output is the same). 0: all in one process. auto: one a core "
-                   "but one, at most 8, and none for a table under 8 MB. Without --threads, the model's CPU "
-                   "threads are the cores the workers leave.")
+              help="Processes that read, parse, encode, format and compress the chunks beside the one that runs "
+                   "the models, so that a GPU is kept busy (the output is the same, byte for byte). 0: all in one "
+                   "process. auto: one a core but one, at most 8, and none for a table under 8 MB. Without "
+                   "--threads, the model's CPU threads are the cores the workers leave.")
 @ENCODING
 @QUIET
 def score(table, output, features, shard, resume, checkpoint_every, checkpoint_minutes, chunk_lines,
@@ -91,5 +91,6 @@ def score(table, output, features, shard, resume, checkpoint_every, checkpoint_m
                               resume=resume, checkpoint_every=checkpoint_every,
                               checkpoint_minutes=checkpoint_minutes, workers=workers,
                               progress=progress.update_position)
-    log.info("scored %d lines (%d-%d) in %.1f s (%.0f lines/s); signature: %s", summary.lines,
-             summary.first_line, summary.last_line, summary.seconds, summary.lines_per_second, summary.signature)
+    log.info("scored %d lines (%d-%d) in %.1f s (%.0f lines/s; CPU a line: %s); signature: %s", summary.lines,
+             summary.first_line, summary.last_line, summary.seconds, summary.lines_per_second, summary.cpu_per_line(),
+             summary.signature)

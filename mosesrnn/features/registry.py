@@ -44,7 +44,8 @@ class Feature(Protocol):
     encoder: Callable[[Sequence[Pair]], Any]
 
     def compute(self, encoded: Any) -> Sequence[float]:
-        """The rest of :meth:`values`, in the process that holds the models: one value per encoded pair."""
+        """The rest of :meth:`values`, in the process that holds the models: one value per encoded pair (a
+        float64 array for the phrase-table features)."""
 
 
 @dataclass(frozen=True)

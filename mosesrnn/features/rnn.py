@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from ..encdec.direction import SOURCE_TO_TARGET, opposite, probability
 from ..encdec.model_file import TrainedEncoderDecoder
 from ..encdec.scoring import PairScorer
@@ -33,9 +35,9 @@ class RNNFeature(PairScorer):
         with ``normaliser="skip"``)."""
         return self.log_probs(pairs)
 
-    def compute(self, encoded) -> list[float]:
-        """:meth:`values` of pairs already in ids (by :attr:`encoder`, maybe in a worker process)."""
-        return self.score(encoded).tolist()
+    def compute(self, encoded) -> np.ndarray:
+        """:meth:`values` of pairs already in ids (by :attr:`encoder`, maybe in a worker process), as float64."""
+        return self.score(encoded)
 
 
 def check_skip_normalizer(trained: TrainedEncoderDecoder, path: str) -> None:

@@ -24,7 +24,7 @@ try:
 except ImportError:  # the standard library's: same API, same text, slower
     backend = zlib
 
-__all__ = ["backend", "backend_name", "GzipReader", "GzipWriter", "gzip_compressor", "inflated_size"]
+__all__ = ["backend", "backend_name", "GzipReader", "GzipWriter", "gzip_compressor", "gzip_member", "inflated_size"]
 
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # a gzip header and trailer (mtime 0: members are reproducible)
 _IN_BLOCK = 1 << 18  # compressed bytes read at a time
@@ -40,6 +40,12 @@ def backend_name() -> str:
 def gzip_compressor(level: int = 1):
     """A compressor that writes one gzip member (``compress(data)``, then ``flush()``)."""
     return backend.compressobj(level, backend.DEFLATED, _GZIP_WBITS)
+
+
+def gzip_member(data: bytes, level: int = 1) -> bytes:
+    """``data`` compressed as one whole gzip member (the same bytes for the same data, wherever it is made)."""
+    compressor = gzip_compressor(level)
+    return compressor.compress(data) + compressor.flush()
 
 
 def inflated_size(data: bytes) -> tuple[int, int]:

@@ -1,9 +1,10 @@
 """Resumable output: a ``.part`` file that grows in checkpointed pieces, plus a progress record.
 
-``OUT.part`` receives the output; at each checkpoint the current piece is completed (for
-``*.gz`` a whole gzip member; a gzip file may hold several members, and gzip/zcat/Moses read
-them as one stream), the file is flushed to disk, and ``OUT.progress.json`` records the bytes
-and lines done so far together with the run's key (signature, input, shard, chunking). A run
+``OUT.part`` receives the output in pieces already in the file's form: for ``*.gz`` (:attr:`ResumableOutput.gzip`)
+each piece is a whole gzip member (a gzip file may hold several members, and gzip/zcat/Moses read them as one
+stream), so that pieces can be compressed anywhere, in worker processes too. At each checkpoint the file is
+flushed to disk, and ``OUT.progress.json`` records the bytes and lines done so far together with the run's key
+(signature, input, shard, chunking). A run
 killed at any moment leaves at most some bytes after the last recorded size; resuming truncates
 them and continues. Checkpoints fall after the same chunks in every run of the same command,
 so a resumed run writes exactly the bytes an uninterrupted one would. When the run completes,
@@ -21,7 +22,7 @@ from typing import BinaryIO
 from .atomic import atomic_file, is_special_file
 from .compressed import is_gzip_name
 from .declared import check_write
-from .gzip_stream import gzip_compressor
+from .gzip_stream import gzip_member
 from .json_file import parse_json
 
 __all__ = ["ResumeError", "ResumableOutput", "StreamOutput", "open_output"]
@@ -55,8 +56,8 @@ class ResumableOutput:
         self._raw: BinaryIO = open(self.part_path, "r+b" if self.state else "wb")
         self._raw.truncate(size)
         self._raw.seek(size)
-        self._compressor = None
-        self._compress = is_gzip_name(path)
+        #: Whether the pieces written must be whole gzip members (the output is ``*.gz``).
+        self.gzip = is_gzip_name(path)
 
     def _load_state(self) -> dict | None:
         try:
@@ -84,23 +85,13 @@ class ResumableOutput:
                               f"recorded; start over with --restart")
         return record["state"]
 
-    def write(self, data: bytes) -> None:
-        """Append ``data`` (compressed for ``*.gz``)."""
-        if self._compress:
-            if self._compressor is None:
-                self._compressor = gzip_compressor(1)
-            data = self._compressor.compress(data)
-        self._raw.write(data)
-
-    def _end_piece(self) -> None:
-        if self._compressor is not None:
-            self._raw.write(self._compressor.flush())
-            self._compressor = None
-        self._raw.flush()
+    def write(self, piece: bytes) -> None:
+        """Append ``piece``, in the file's form: whole gzip members for ``*.gz`` (:attr:`gzip`)."""
+        self._raw.write(piece)
 
     def checkpoint(self, state: dict) -> None:
-        """Complete the current piece, sync it to disk and record ``state`` with the byte size."""
-        self._end_piece()
+        """Sync what was written to disk and record ``state`` with the byte size."""
+        self._raw.flush()
         os.fsync(self._raw.fileno())
         record = {"key": self.key, "state": {**state, "bytes": self._raw.tell()}}
         with atomic_file(self.progress_path) as stream:
@@ -109,9 +100,9 @@ class ResumableOutput:
 
     def finish(self) -> int:
         """Complete the output, give it its final name and drop the progress record; returns its size."""
-        if self._compress and self._raw.tell() == 0:
-            self.write(b"")  # an empty table is still a valid gzip file
-        self._end_piece()
+        if self.gzip and self._raw.tell() == 0:
+            self.write(gzip_member(b""))  # an empty table is still a valid gzip file
+        self._raw.flush()
         size = self._raw.tell()
         self._raw.close()
         os.replace(self.part_path, self.path)
@@ -134,6 +125,7 @@ class StreamOutput:
     to rename; with ``close`` the stream is closed when done."""
 
     state = None
+    gzip = False  # written as it comes
 
     def __init__(self, stream: BinaryIO, close: bool = False):
         self._stream, self._close = stream, close

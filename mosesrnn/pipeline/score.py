@@ -14,18 +14,20 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import itertools
 import logging
 import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
+import numpy as np
+
 from ..features.registry import Feature, describe
 from ..formats.phrase_table import MAX_TABLE_EXPONENT, PhraseTableError
 from ..formats.sidecar import Sidecar, write_sidecar
 from ..io.atomic import is_special_file
 from ..io.compressed import count_lines
+from ..io.declared import check_read
 from ..io.job import Interrupted
 from ..io.resumable import ResumableOutput, StreamOutput, open_output
 from ..version import __version__
@@ -33,27 +35,55 @@ from .preflight import check_run, first_chunk_warnings, table_warnings
 from .shards import ShardSpec
 from .streams import ChunkWriter, prefetch
 from .table_chunks import RawChunk, TableChunks, parse_chunk
-from .workers import ChunkText, WorkerDied, WorkerPool
+from .workers import ChunkJob, EncodedChunk, TableEnd, TableSpec, WorkerDied, WorkerPool
 
 __all__ = ["ScoreSummary", "ScoreInterrupted", "score_table", "signature"]
 
 log = logging.getLogger(__name__)
 
+#: The first lines of a table that :func:`~mosesrnn.pipeline.preflight.first_chunk_warnings` reads.
+WARNING_LINES = 2000
+
 
 @dataclass(frozen=True)
 class ScoreSummary:
-    """What a scoring run did: its lines, the table's lines first_line..last_line (1-based, inclusive), the time."""
+    """What a scoring run did.
+
+    Attributes:
+        lines: the lines written (those of a resumed run's earlier passes included).
+        seconds: the pass's wall time, from the table's first read to its output's last write (start-up, the
+            models' loading included, is not in it).
+        signature: how the values were computed (:func:`signature`).
+        first_line, last_line: the table's lines the output holds (1-based, inclusive).
+        cpu_seconds: this process' CPU time in the pass, all its threads (the models' included).
+        worker_cpu_seconds: each worker's CPU time from its start to its last chunk (empty without workers).
+        pass_lines: the lines this pass scored (``lines`` less those of the passes it continued).
+    """
 
     lines: int
     seconds: float
     signature: str
     first_line: int = 1
     last_line: int = 0
+    cpu_seconds: float = 0.0
+    worker_cpu_seconds: tuple[float, ...] = ()
+    pass_lines: int = 0
 
     @property
     def lines_per_second(self) -> float:
         """Throughput of the whole run, reading and writing included."""
         return self.lines / self.seconds if self.seconds else 0.0
+
+    def cpu_per_line(self) -> str:
+        """The CPU time a line of this pass in this process and in each worker (of the lines it handled), e.g.
+        ``"1.21 us here, 14.0 and 13.8 us in the workers"``."""
+        if not self.pass_lines:
+            return "no line scored"
+        text = f"{1e6 * self.cpu_seconds / self.pass_lines:.2f} us here"
+        if self.worker_cpu_seconds:
+            share = len(self.worker_cpu_seconds) / self.pass_lines
+            text += f", {' and '.join(f'{1e6 * cpu * share:.1f}' for cpu in self.worker_cpu_seconds)} us in the workers"
+        return text
 
 
 def signature(features: Sequence[Feature], encoding: str) -> str:
@@ -90,10 +120,10 @@ def score_table(input_path: str, output_path: str, features: Sequence[Feature], 
     The output is written as ``OUTPUT.part``, checkpointed (see the module docstring) and renamed
     when complete; ``resume`` (the default) continues a stopped run of the same command (same input,
     shard, chunking and signature, which holds every setting that changes a value), and False
-    starts over. ``workers`` processes parse, encode and format beside this one (0: all in this process;
-    the output is the same). ``-`` is stdout; a device or FIFO is written directly. ``progress(lines,
-    bytes_read, bytes_total)`` is called after each chunk. A JSON sidecar ``OUTPUT.json`` records
-    the signature and the line range (regular files only). Raises
+    starts over. ``workers`` processes read, parse, encode, format and compress beside this one (0: all in this
+    process; the output is the same, byte for byte). ``-`` is stdout; a device or FIFO is written directly.
+    ``progress(lines, bytes_read, bytes_total)`` is called after each chunk. A JSON sidecar ``OUTPUT.json``
+    records the signature and the line range (regular files only). Raises
     :class:`~mosesrnn.formats.phrase_table.PhraseTableError` on bad input and OSError when
     writing fails (leaving no output behind), :class:`ScoreInterrupted` when stopped, and
     :class:`~mosesrnn.io.resumable.ResumeError` for a stopped run that does not match this one.
@@ -111,12 +141,16 @@ def score_table(input_path: str, output_path: str, features: Sequence[Feature], 
     state = output.state or {}
     if state:
         log.info("resuming at line %d (%d lines done)", state["next_line"], state["lines"])
-    table = TableChunks(input_path, encoding, chunk_lines, *nominal, resume_line=state.get("next_line"))
-    started = time.perf_counter()
+    spec = TableSpec(input_path, encoding, chunk_lines, *nominal, resume_line=state.get("next_line"))
+    job = ChunkJob(input_path, encoding, tuple(feature.encoder for feature in features),
+                   tuple(feature.spec.table_digits for feature in features), gzip=output.gzip)
+    started, cpu_started = time.perf_counter(), time.process_time()
     try:
-        with table:
-            lines, capped = _score_chunks(table, output, features, _Schedule(checkpoint_every, checkpoint_seconds),
-                                          state, progress, workers, scored_already=bool(warnings))
+        run = _Run(features, job, output, _Schedule(checkpoint_every, checkpoint_seconds), state, progress,
+                   scored_already=bool(warnings))
+        with _chunk_source(spec, job, workers) as (table, scored, pool):
+            lines, capped = run.write(table, scored(features))
+            workers_cpu = _workers_cpu(pool)
         size = output.finish()
     except (ScoreInterrupted, KeyboardInterrupt):  # Ctrl-C in the chunks (checkpointed), or later
         resumable = isinstance(output, ResumableOutput)
@@ -137,7 +171,8 @@ def score_table(input_path: str, output_path: str, features: Sequence[Feature], 
                     "Moses sees %g", capped, MAX_TABLE_EXPONENT, MAX_TABLE_EXPONENT, MAX_TABLE_EXPONENT,
                     MAX_TABLE_EXPONENT)
     summary = ScoreSummary(lines, time.perf_counter() - started, sign,
-                           state.get("first_line") or table.first_line, table.end_line - 1)
+                           state.get("first_line") or table.first_line, table.end_line - 1,
+                           time.process_time() - cpu_started, workers_cpu, lines - state.get("lines", 0))
     if output_path != "-" and not is_special_file(output_path):
         _write_sidecar(output_path, key, features, summary, shard, total, size)
     return summary
@@ -166,107 +201,203 @@ class _Schedule:
         return True
 
 
-def _score_chunks(table: TableChunks, output: ResumableOutput | StreamOutput, features: Sequence[Feature],
-                  schedule: _Schedule, state: dict, progress, workers: int,
-                  scored_already: bool = False) -> tuple[int, int]:
-    """Compute and write the chunks of ``table``; returns (lines done, resumed ones included; values capped).
+@dataclass
+class _Scored:
+    """A chunk with its columns: its entries to format here, or its output bytes from a worker (``data``);
+    ``raw`` is its text where it came along (the first chunk's warnings read it)."""
 
-    On Ctrl-C the chunks already computed are written and checkpointed, then ScoreInterrupted is raised.
-    """
-    lines, done, capped = state.get("lines", 0), None, 0
-    with contextlib.closing(prefetch(table)) as chunks:
-        first = next(chunks, None)
-        if first is None:
-            return lines, capped
-        text = ChunkText(table.path, table.encoding, table.expected_scores,
-                         tuple(feature.encoder for feature in features),
-                         tuple(feature.spec.table_digits for feature in features))
-        with contextlib.ExitStack() as stack:
-            pool = stack.enter_context(WorkerPool(workers, text)) if workers else None
-            writer = ChunkWriter(output, _as_formatted if pool else text.format)
-            stack.callback(writer.close)
-            scored = (_by_workers(pool, features, itertools.chain([first], chunks)) if pool else
-                      _in_process(features, _encoded(text, itertools.chain([first], chunks))))
-            try:
-                for number, (chunk, entries, columns, data) in enumerate(scored, start=1):
-                    if number == 1 and not state:
-                        for warning in first_chunk_warnings(table.path, entries or parse_chunk(
-                                chunk, table.path, table.encoding, table.expected_scores), features,
-                                scored_already=scored_already):
-                            log.warning("warning: %s", warning)
-                    capped += sum(value > MAX_TABLE_EXPONENT for column in columns for value in column)
-                    after = {"next_line": chunk.last_line + 1, "lines": lines + chunk.lines,
-                             "first_line": state.get("first_line") or table.first_line}
-                    writer.put(entries if data is None else data, columns, after if schedule.due(number) else None)
-                    lines, done = after["lines"], after
-                    if progress:
-                        progress(lines, table.position(), table.size)
-            except KeyboardInterrupt:
-                writer.close()
-                if done is not None:
-                    output.checkpoint(done)
-                raise ScoreInterrupted("", done and done["next_line"], lines) from None
-    return lines, capped
+    first_line: int
+    lines: int
+    columns: list[np.ndarray]
+    entries: list | None = None
+    data: bytes | None = None
+    raw: RawChunk | None = None
 
 
-def _as_formatted(data: bytes, columns) -> bytes:
-    """The writer's formatting when workers have formatted the chunk already."""
-    return data
+class _Run:
+    """Writing the scored chunks of one run: in order, checkpointed on schedule, the first chunk's warnings, the
+    values capped counted."""
+
+    def __init__(self, features: Sequence[Feature], job: ChunkJob, output: ResumableOutput | StreamOutput,
+                 schedule: _Schedule, state: dict, progress, scored_already: bool):
+        self.features, self.job, self.output, self.schedule = features, job, output, schedule
+        self.state, self.progress, self.scored_already = state, progress, scored_already
+
+    def write(self, table, scored: Iterator[_Scored]) -> tuple[int, int]:
+        """Write every chunk of ``scored``; returns (lines done, resumed ones included; values capped). ``table``
+        tells where the range starts and how far the input is read.
+
+        On Ctrl-C the chunks already computed are written and checkpointed, then ScoreInterrupted is raised.
+        """
+        lines, done, capped = self.state.get("lines", 0), None, 0
+        writer = ChunkWriter(self.output, self.job.format)
+        try:
+            for number, chunk in enumerate(scored, start=1):
+                if number == 1 and not self.state:
+                    self._warn(table, chunk)
+                capped += sum(int(np.count_nonzero(column > MAX_TABLE_EXPONENT)) for column in chunk.columns)
+                after = {"next_line": chunk.first_line + chunk.lines, "lines": lines + chunk.lines,
+                         "first_line": self.state.get("first_line") or table.first_line}
+                writer.put(chunk.entries, chunk.columns, after if self.schedule.due(number) else None, data=chunk.data)
+                lines, done = after["lines"], after
+                if self.progress:
+                    self.progress(lines, table.position(), table.size)
+            writer.close()
+        except KeyboardInterrupt:
+            writer.close()
+            if done is not None:
+                self.output.checkpoint(done)
+            raise ScoreInterrupted("", done and done["next_line"], lines) from None
+        finally:
+            writer.close(check=False)
+        return lines, capped
+
+    def _warn(self, table, chunk: _Scored) -> None:
+        """The first chunk's warnings, from its first :data:`WARNING_LINES` lines (parsed here when a worker
+        read them: once, and few, so that the models' process stays clear of text)."""
+        if chunk.entries is not None:
+            entries = chunk.entries[:WARNING_LINES]
+        else:
+            head = b"\n".join(chunk.raw.data.split(b"\n", WARNING_LINES)[:WARNING_LINES])
+            entries = parse_chunk(RawChunk(chunk.first_line, min(chunk.lines, WARNING_LINES), head), table.path,
+                                  table.encoding, table.expected_scores)
+        for warning in first_chunk_warnings(table.path, entries, self.features, scored_already=self.scored_already):
+            log.warning("warning: %s", warning)
 
 
-def _encoded(text: ChunkText, chunks) -> Iterator[tuple[RawChunk, list, list]]:
-    """Each chunk with its entries and the encoders' payloads (run on the reading thread, as prefetched)."""
-    return ((chunk, *text.encode(chunk)) for chunk in chunks)
+def _columns(features: Sequence[Feature], payloads: Sequence) -> list[np.ndarray]:
+    """Each feature's values of one chunk, from its encoder's payload, as float64."""
+    return [np.asarray(feature.compute(payload), dtype=np.float64) for feature, payload in zip(features, payloads)]
 
 
-def _in_process(features: Sequence[Feature], encoded) -> Iterator[tuple]:
-    """``(chunk, entries, columns, None)`` of every chunk, parsed and encoded on one reading thread."""
-    with contextlib.closing(prefetch(encoded)) as ready:
-        for chunk, entries, payloads in ready:
-            yield chunk, entries, [feature.compute(payload) for feature, payload in zip(features, payloads)], None
+class _InProcess:
+    """The chunks of a table read, parsed and encoded on threads of this process (``--workers 0``)."""
+
+    def __init__(self, table: TableChunks, job: ChunkJob):
+        self.table, self.job = table, job
+
+    def __call__(self, features: Sequence[Feature]) -> Iterator[_Scored]:
+        with contextlib.closing(prefetch(self.table)) as chunks:
+            encoded = ((chunk, *self.job.encode(chunk, self.table.expected_scores)) for chunk in chunks)
+            with contextlib.closing(prefetch(encoded)) as ready:  # closed first: its thread reads ``chunks``
+                for chunk, entries, payloads in ready:
+                    yield _Scored(chunk.first_line, chunk.lines, _columns(features, payloads), entries=entries)
 
 
-def _by_workers(pool: WorkerPool, features: Sequence[Feature], chunks: Iterator[RawChunk],
-                depth: int | None = None) -> Iterator[tuple]:
-    """``(chunk, None, columns, formatted bytes)`` of every chunk, in order; the workers parse, encode and format,
-    ``depth`` chunks ahead (default: two a worker). A bad line found by the reader is raised after the chunks
-    before it, so that the first bad line of the table is the one reported."""
-    depth = depth or 2 * len(pool)
-    submitted: collections.deque = collections.deque()  # (number, chunk) being encoded
-    computed: collections.deque = collections.deque()  # (number, chunk, columns) being formatted
-    numbers, reader_error = itertools.count(), None
+class _RemoteTable:
+    """What the models' process knows of a table its workers read: the range, from their messages."""
 
-    def submit() -> None:
-        nonlocal reader_error
-        while reader_error is None and len(submitted) < depth:
-            try:
-                chunk = next(chunks)
-            except StopIteration:
-                return
-            except PhraseTableError as error:
-                reader_error = error
-                return
-            number = next(numbers)
-            pool.encode(number, chunk)
-            submitted.append((number, chunk))
+    def __init__(self, spec: TableSpec):
+        check_read(spec.path)  # the workers read it: the run must have declared it
+        if not os.path.isfile(spec.path):
+            raise FileNotFoundError(f"{spec.path}: no such file")
+        self.path, self.encoding = spec.path, spec.encoding
+        self.size = os.path.getsize(spec.path)
+        self.first_line: int | None = None
+        self.end_line: int | None = None
+        self.expected_scores: int | None = None
+        self._position = 0
 
-    submit()
-    while submitted or computed:
-        if submitted:
-            number, chunk = submitted.popleft()
-            _, payloads = pool.encoded(number)
-            columns = [feature.compute(payload) for feature, payload in zip(features, payloads)]
-            pool.format(number, columns)
-            computed.append((number, chunk, columns))
-            submit()
-        while computed:
-            data = pool.formatted(computed[0][0], block=not submitted or len(computed) > depth)
-            if data is None:
+    def position(self) -> int:
+        """Compressed bytes of the table read (by the worker of the latest chunk)."""
+        return self._position
+
+    def saw(self, chunk: EncodedChunk | TableEnd) -> None:
+        """Take what a chunk, or the range's end, says of the range."""
+        self._position = max(self._position, chunk.position)
+        self.expected_scores = chunk.expected_scores
+        if isinstance(chunk, TableEnd):
+            self.first_line, self.end_line = chunk.first_line, chunk.end_line
+        elif self.first_line is None:
+            self.first_line = chunk.table_first_line
+
+
+class _ByWorkers:
+    """The chunks of a table read, parsed, encoded, formatted and compressed by a :class:`WorkerPool`: this
+    process asks for chunks ``depth`` ahead (default: two a worker), computes their columns as they come, in
+    order, and hands the columns back. ``chunks`` are read here and handed over (stdin), or None: the workers
+    read the table. A bad line found by this process' reader is raised after the chunks before it, so that the
+    first bad line of the table is the one reported."""
+
+    def __init__(self, pool: WorkerPool, table: TableChunks | _RemoteTable, chunks: Iterator[RawChunk] | None,
+                 depth: int | None = None):
+        self.pool, self.table, self.chunks = pool, table, chunks
+        self.depth = depth or 2 * len(pool)
+        self._asked, self._ended, self._reader_error = 0, False, None
+
+    def __call__(self, features: Sequence[Feature]) -> Iterator[_Scored]:
+        computed: collections.deque = collections.deque()  # (number, chunk, columns) being formatted
+        number = 0
+        while True:
+            self._ask(number + self.depth)
+            if self._ended and number == self._asked:
                 break
+            chunk = self.pool.encoded(number)
+            if isinstance(self.table, _RemoteTable):
+                self.table.saw(chunk)
+            if isinstance(chunk, TableEnd):
+                break
+            columns = _columns(features, chunk.payloads)
+            self.pool.format(number, columns)
+            computed.append((number, chunk, columns))
+            number += 1
+            yield from self._formatted(computed, block=len(computed) > self.depth)
+        yield from self._formatted(computed, block=True)
+        if self._reader_error is not None:
+            raise self._reader_error
+
+    def _ask(self, until: int) -> None:
+        """Ask the workers for the chunks before ``until`` not asked for yet (never waits on them)."""
+        while not self._ended and self._asked < until:
+            if self.chunks is None:
+                self.pool.encode(self._asked)
+            else:
+                try:
+                    chunk = next(self.chunks)
+                except StopIteration:
+                    self._ended = True
+                    return
+                except PhraseTableError as error:
+                    self._reader_error, self._ended = error, True
+                    return
+                self.pool.encode(self._asked, chunk, self.table.expected_scores)
+            self._asked += 1
+
+    def _formatted(self, computed: collections.deque, block: bool) -> Iterator[_Scored]:
+        """The chunks at the head of ``computed`` whose bytes are back; waits for them all with ``block``."""
+        while computed:
+            data = self.pool.formatted(computed[0][0], block=block)
+            if data is None:
+                return
             _, chunk, columns = computed.popleft()
-            yield chunk, None, columns, data
-    if reader_error is not None:
-        raise reader_error
+            yield _Scored(chunk.first_line, chunk.lines, columns, data=data, raw=chunk.raw())
+
+
+@contextlib.contextmanager
+def _chunk_source(spec: TableSpec, job: ChunkJob, workers: int):
+    """``(table, scored, pool)``: the table's range as it is read; ``scored(features)``, the chunks with their
+    columns, by ``workers`` processes (reading the table themselves, unless it is stdin) or in this one; the
+    pool of workers (None without)."""
+    with contextlib.ExitStack() as stack:
+        if workers and spec.path != "-":
+            table = _RemoteTable(spec)
+            pool = stack.enter_context(WorkerPool(workers, job, spec))
+            yield table, _ByWorkers(pool, table, None), pool
+            return
+        table = stack.enter_context(spec.open())
+        if not workers:
+            yield table, _InProcess(table, job), None
+            return
+        pool = stack.enter_context(WorkerPool(workers, job))
+        chunks = stack.enter_context(contextlib.closing(prefetch(table)))
+        yield table, _ByWorkers(pool, table, chunks), pool
+
+
+def _workers_cpu(pool: WorkerPool | None) -> tuple[float, ...]:
+    """Each worker's CPU seconds from its start to its last chunk."""
+    if pool is None:
+        return ()
+    return tuple(pool.cpu.get(name, start) - start for name, start in sorted(pool.started_cpu.items()))
 
 
 def _write_sidecar(output_path: str, key: dict, features: Sequence[Feature], summary: ScoreSummary,

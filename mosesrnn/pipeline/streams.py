@@ -62,9 +62,9 @@ def prefetch(items: Iterable, depth: int = 4) -> Iterator:
 class ChunkWriter:
     """Formats and writes chunks on a background thread, in the order they are handed in.
 
-    ``format_chunk(entries, columns)`` returns the text of a chunk (str, or bytes already encoded),
-    ``columns`` holding one list of values per feature. A chunk handed in with a ``checkpoint`` state is followed by
-    ``output.checkpoint(state)``.
+    ``format_chunk(entries, columns)`` returns the text of a chunk (str, or bytes already in the output's form),
+    ``columns`` holding one list of values per feature; a chunk handed in with its ``data`` (formatted by a worker)
+    is written as it is. A chunk handed in with a ``checkpoint`` state is followed by ``output.checkpoint(state)``.
     """
 
     def __init__(self, output: ResumableOutput | StreamOutput,
@@ -78,27 +78,29 @@ class ChunkWriter:
         while (item := self._queue.get()) is not _DONE:
             if self._error is not None:
                 continue  # drain after a failure so that put() never blocks
-            entries, columns, checkpoint = item
+            entries, columns, checkpoint, data = item
             try:
-                text = self._format(entries, columns)
+                text = self._format(entries, columns) if data is None else data
                 self._output.write(text if isinstance(text, bytes) else text.encode("utf-8"))
                 if checkpoint is not None:
                     self._output.checkpoint(checkpoint)
             except BaseException as error:
                 self._error = error
 
-    def put(self, entries: list, columns: list[list[float]],
-            checkpoint: dict | None = None) -> None:
-        """Queue one chunk, its columns (one list of values per feature) and maybe a checkpoint."""
+    def put(self, entries: list | None, columns: list, checkpoint: dict | None = None, *,
+            data: bytes | None = None) -> None:
+        """Queue one chunk, its columns (one sequence of values per feature) or its bytes already formatted
+        (``data``), and maybe a checkpoint."""
         self._check()
-        self._queue.put((entries, columns, checkpoint))
+        self._queue.put((entries, columns, checkpoint, data))
 
-    def close(self) -> None:
-        """Wait until everything queued is written; raise the writing thread's error, if any."""
+    def close(self, check: bool = True) -> None:
+        """Wait until everything queued is written; raise the writing thread's error, if any (with ``check``)."""
         if self._thread.is_alive():
             self._queue.put(_DONE)
             self._thread.join()
-        self._check()
+        if check:
+            self._check()
 
     def _check(self) -> None:
         if self._error is not None:
