@@ -449,7 +449,7 @@ def model_section(report: Report, budget: Budget, device: str, entries, peaks, s
 class HostReads(TorchFunctionMode):
     """Counts the tensor calls that bring a value back to the host (on a GPU, each waits for the device)."""
 
-    READS = {"tolist", "item", "cpu", "__bool__", "__int__", "__float__", "__index__"}
+    READS = {"tolist", "item", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__"}
 
     def __init__(self):
         super().__init__()
@@ -494,7 +494,7 @@ def waits_section(report: Report, budget: Budget, device: str, entries, sizes: S
     if device == "cpu":
         report.command(f"RNNFeature(load_encoder_decoder('{MODEL.relative_to(ROOT)}'), normaliser=..., dtype=..., "
                        f"batch_tokens={batch_tokens}).values(chunk) under a TorchFunctionMode counting the tensor "
-                       f"calls that read a value back (tolist, item, cpu, bool, int, float), chunks of "
+                       f"calls that read a value back (tolist, item, cpu, numpy, bool, int, float), chunks of "
                        f"{sizes.chunk_lines:,} pairs")
     else:
         report.command(f"torch.profiler (CPU + CUDA) around RNNFeature(load_encoder_decoder("

@@ -36,7 +36,7 @@ def entries():
 class HostReads(TorchFunctionMode):
     """Counts the tensor calls that bring a value back to the host: on a GPU each one waits for the device."""
 
-    READS = {"tolist", "item", "cpu", "__bool__", "__int__", "__float__", "__index__"}
+    READS = {"tolist", "item", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__"}
 
     def __init__(self):
         super().__init__()

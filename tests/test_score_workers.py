@@ -2,6 +2,7 @@
 import gzip
 import os
 import signal
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,14 +33,36 @@ def text(path):
     return gzip.decompress(open(path, "rb").read())
 
 
+ROOT = Path(__file__).resolve().parents[1]
+#: the whole Tatoeba table filtered to the dev and test sentences, where ../shared lies beside the checkout
+TATOEBA = ROOT.parent / "shared/data/tatoeba-moses-en-fr/phrase-table.dev-filtered.gz"
+
+
 @pytest.mark.parametrize("shard", [ShardSpec(), ShardSpec(2, 3)])
 def test_workers_write_the_bytes_one_process_writes(features, tmp_path, shard):
     outputs = {}
     for workers in (0, 2):
         outputs[workers] = str(tmp_path / f"w{workers}.gz")
         summary = score_table(TABLE, outputs[workers], features, chunk_lines=300, shard=shard, workers=workers)
-    assert text(outputs[2]) == text(outputs[0])
+    assert open(outputs[2], "rb").read() == open(outputs[0], "rb").read()  # the gzip bytes: a member a chunk
     assert summary.lines == len(text(outputs[0]).splitlines()) > 0
+
+
+@pytest.mark.parametrize("table, chunk_lines", [
+    (str(ROOT / "examples/phrase-table.gz"), 1000),
+    pytest.param(str(TATOEBA), 20000, marks=pytest.mark.skipif(not TATOEBA.exists(), reason=f"{TATOEBA} is not here "
+                                                               "(../shared/data lies beside our checkouts only)")),
+])
+def test_a_real_table_scores_to_the_same_bytes_with_any_workers(features, tmp_path, table, chunk_lines):
+    """Issue 56: the example table, and the Tatoeba system's 231,000-line table in the default chunks, give the
+    same file byte for byte in one process and with one or two workers reading it themselves."""
+    outputs = [tmp_path / f"w{workers}.gz" for workers in (0, 1, 2)]
+    for workers, output in enumerate(outputs):
+        summary = score_table(table, str(output), features, chunk_lines=chunk_lines, workers=workers)
+        assert summary.pass_lines == summary.lines and len(summary.worker_cpu_seconds) == workers
+    first = outputs[0].read_bytes()
+    assert all(output.read_bytes() == first for output in outputs[1:])
+    assert text(outputs[0]).count(b"\n") == summary.lines
 
 
 def test_the_first_bad_line_of_the_table_is_reported_and_nothing_is_left(features, tmp_path):
@@ -168,3 +191,20 @@ def test_tokens_of_many_are_the_words_of_each_text(texts):
     tokens, lengths = MosesWords().tokens_of_many(texts)
     assert tokens == [word for text in texts for word in words(text)]
     assert lengths == [len(words(text)) for text in texts]
+
+
+@pytest.mark.parametrize("data", [
+    b"",  # an empty table
+    b"la maison ||| the house ||| 0.5 0.5",  # one line, no final newline
+    b"la ||| the ||| 0.5 0.5\r\nmaison ||| house ||| 0.2 0.1 \r\n",  # CRLF, a space after the scores
+    b"a ||| b ||| 1 2 ||| 0-0 ||| 1 1 1 ||| |||\n" * 7 + b"a ||| c ||| 1 2 ||| 0-0 ||| 1 1 1 ||| |||\n",  # empty fields
+    "é ||| ü ||| 0.25 1\n".encode("utf-8") * 5,
+])
+def test_odd_tables_give_the_same_bytes_with_workers(features, tmp_path, data):
+    table = tmp_path / "odd.gz"
+    table.write_bytes(gzip.compress(data))
+    outputs = [tmp_path / f"w{workers}.gz" for workers in (0, 2)]
+    for workers, output in zip((0, 2), outputs):
+        score_table(str(table), str(output), features, chunk_lines=3, workers=workers)
+    assert outputs[0].read_bytes() == outputs[1].read_bytes()
+    assert len(text(outputs[0]).splitlines()) == len(data.splitlines())  # line for line, endings kept

@@ -45,7 +45,7 @@ from .model_file import TrainedEncoderDecoder
 from .packing import to_device
 from .pair_ids import EncodedPairs, Pair, PairEncoder
 
-__all__ = ["PairScorer", "word_perplexity", "autocast", "evaluate", "ValidStats", "evaluate_log_z"]
+__all__ = ["PairScorer", "ScoresInFlight", "word_perplexity", "autocast", "evaluate", "ValidStats", "evaluate_log_z"]
 
 
 class PairScorer:
@@ -94,8 +94,14 @@ class PairScorer:
     def score(self, encoded: EncodedPairs) -> np.ndarray:
         """:meth:`log_probs` of pairs already in ids (by :attr:`encoder`, maybe in another process): (pairs,)
         float64."""
+        return self.launch(encoded).values()
+
+    def launch(self, encoded: EncodedPairs) -> "ScoresInFlight":
+        """:meth:`score`, started: on a GPU every batch is queued and the values' copy back too, and this returns
+        without waiting for them, so that the caller can queue the next chunk before it reads this one's
+        (:meth:`ScoresInFlight.values`); on a CPU the work is done here."""
         if not len(encoded):
-            return np.empty(0)
+            return ScoresInFlight(np.empty(0, dtype=np.int64), torch.empty(0, dtype=torch.float64))
         with torch.inference_mode(), self.precision.autocast(), compiled_steps(self.compile):
             context, row_of_input = self._encode(encoded.inputs)
             return self._decode(context, row_of_input[encoded.line_input], encoded.outputs)
@@ -138,8 +144,8 @@ class PairScorer:
         row_of_input[order] = np.arange(len(order))
         return type(parts[0]).cat(parts), row_of_input
 
-    def _decode(self, context: DecoderContext, line_row: np.ndarray, outputs: IdArrays) -> np.ndarray:
-        """log p of every output against its context row ``line_row``; (pairs,) float64, in the pairs' order."""
+    def _decode(self, context: DecoderContext, line_row: np.ndarray, outputs: IdArrays) -> "ScoresInFlight":
+        """log p of every output against its context row ``line_row``, in flight (see :meth:`launch`)."""
         batches = length_batches(outputs.lengths + 1, self.batch_tokens)
         order = np.concatenate(batches)
         rows = self._copied(line_row[order])  # each pair's context row, in batch order: one copy
@@ -153,8 +159,29 @@ class PairScorer:
                 value = value / trg_lengths
             values.append(value.double())
             start += len(batch)
-        log_p = np.empty(len(order))
-        log_p[order] = torch.cat(values).cpu().numpy()  # the one wait for the device
+        return ScoresInFlight(order, torch.cat(values))
+
+
+class ScoresInFlight:
+    """The values of one :meth:`PairScorer.launch`: on a GPU, copied to pinned host memory behind the batches that
+    make them, an event recorded after the copy; :meth:`values` waits for that event, the one wait of a chunk."""
+
+    def __init__(self, order: np.ndarray, values: torch.Tensor):
+        self._order, self._event = order, None
+        if values.device.type == "cpu":
+            self._host = values
+            return
+        self._host = torch.empty(values.shape, dtype=values.dtype, pin_memory=True)
+        self._host.copy_(values, non_blocking=True)
+        self._event = torch.cuda.Event()
+        self._event.record()
+
+    def values(self) -> np.ndarray:
+        """The values, (pairs,) float64 in the pairs' order (waiting for the device where they are on one)."""
+        if self._event is not None:
+            self._event.synchronize()
+        log_p = np.empty(len(self._order))
+        log_p[self._order] = self._host.numpy()
         return log_p
 
 

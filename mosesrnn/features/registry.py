@@ -47,6 +47,10 @@ class Feature(Protocol):
         """The rest of :meth:`values`, in the process that holds the models: one value per encoded pair (a
         float64 array for the phrase-table features)."""
 
+    def start(self, encoded: Any) -> Callable[[], Sequence[float]]:
+        """:meth:`compute`, started (phrase-table features): on a GPU the work is queued and this returns without
+        waiting; calling the result waits for the values. The scorer starts a chunk before it reads the last."""
+
 
 @dataclass(frozen=True)
 class FeatureSpec:

@@ -7,7 +7,7 @@ pairs is within the CSLM's bound (:func:`~mosesrnn.cslm.export.check_self_normal
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -38,6 +38,11 @@ class RNNFeature(PairScorer):
     def compute(self, encoded) -> np.ndarray:
         """:meth:`values` of pairs already in ids (by :attr:`encoder`, maybe in a worker process), as float64."""
         return self.score(encoded)
+
+    def start(self, encoded) -> Callable[[], np.ndarray]:
+        """:meth:`compute`, started (on a GPU, queued without waiting: :meth:`launch`); call the result for the
+        values."""
+        return self.launch(encoded).values
 
 
 def check_skip_normalizer(trained: TrainedEncoderDecoder, path: str) -> None:

@@ -8,7 +8,7 @@ counts the words outside them; without them it is refused.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -69,6 +69,10 @@ class UnknownWordFeature:
     def compute(self, encoded: np.ndarray) -> np.ndarray:
         """The counts :attr:`encoder` gave."""
         return encoded
+
+    def start(self, encoded: np.ndarray) -> Callable[[], np.ndarray]:
+        """:meth:`compute`, as the features on a device start it: the counts, ready."""
+        return lambda: encoded
 
 
 def has_word_shortlists(trained) -> bool:

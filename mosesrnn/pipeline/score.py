@@ -265,9 +265,22 @@ class _Run:
             log.warning("warning: %s", warning)
 
 
-def _columns(features: Sequence[Feature], payloads: Sequence) -> list[np.ndarray]:
-    """Each feature's values of one chunk, from its encoder's payload, as float64."""
-    return [np.asarray(feature.compute(payload), dtype=np.float64) for feature, payload in zip(features, payloads)]
+def _overlapped(features: Sequence[Feature], items: Iterator[tuple]) -> Iterator[tuple]:
+    """``(item, columns)`` for every ``(item, payloads)`` of ``items``, in order, each column as float64: the next
+    item's columns are started before this one's are read, so that a GPU computes chunk n+1 while chunk n's values
+    come back, and is never left waiting for the host between chunks."""
+    previous = None
+    for item, payloads in items:
+        started = [feature.start(payload) for feature, payload in zip(features, payloads)]
+        if previous is not None:
+            yield _read(*previous)
+        previous = item, started
+    if previous is not None:
+        yield _read(*previous)
+
+
+def _read(item, started: list) -> tuple:
+    return item, [np.asarray(values(), dtype=np.float64) for values in started]
 
 
 class _InProcess:
@@ -278,10 +291,11 @@ class _InProcess:
 
     def __call__(self, features: Sequence[Feature]) -> Iterator[_Scored]:
         with contextlib.closing(prefetch(self.table)) as chunks:
-            encoded = ((chunk, *self.job.encode(chunk, self.table.expected_scores)) for chunk in chunks)
+            encoded = (((chunk, entries), payloads) for chunk in chunks
+                       for entries, payloads in [self.job.encode(chunk, self.table.expected_scores)])
             with contextlib.closing(prefetch(encoded)) as ready:  # closed first: its thread reads ``chunks``
-                for chunk, entries, payloads in ready:
-                    yield _Scored(chunk.first_line, chunk.lines, _columns(features, payloads), entries=entries)
+                for (chunk, entries), columns in _overlapped(features, ready):
+                    yield _Scored(chunk.first_line, chunk.lines, columns, entries=entries)
 
 
 class _RemoteTable:
@@ -315,9 +329,9 @@ class _RemoteTable:
 class _ByWorkers:
     """The chunks of a table read, parsed, encoded, formatted and compressed by a :class:`WorkerPool`: this
     process asks for chunks ``depth`` ahead (default: two a worker), computes their columns as they come, in
-    order, and hands the columns back. ``chunks`` are read here and handed over (stdin), or None: the workers
-    read the table. A bad line found by this process' reader is raised after the chunks before it, so that the
-    first bad line of the table is the one reported."""
+    order (a chunk started before the last one's values are read), and hands the columns back. ``chunks`` are
+    read here and handed over (stdin), or None: the workers read the table. A bad line found by this process'
+    reader is raised after the chunks before it, so that the first bad line of the table is the one reported."""
 
     def __init__(self, pool: WorkerPool, table: TableChunks | _RemoteTable, chunks: Iterator[RawChunk] | None,
                  depth: int | None = None):
@@ -327,24 +341,28 @@ class _ByWorkers:
 
     def __call__(self, features: Sequence[Feature]) -> Iterator[_Scored]:
         computed: collections.deque = collections.deque()  # (number, chunk, columns) being formatted
-        number = 0
-        while True:
-            self._ask(number + self.depth)
-            if self._ended and number == self._asked:
-                break
-            chunk = self.pool.encoded(number)
-            if isinstance(self.table, _RemoteTable):
-                self.table.saw(chunk)
-            if isinstance(chunk, TableEnd):
-                break
-            columns = _columns(features, chunk.payloads)
+        for (number, chunk), columns in _overlapped(features, self._encoded()):
             self.pool.format(number, columns)
             computed.append((number, chunk, columns))
-            number += 1
             yield from self._formatted(computed, block=len(computed) > self.depth)
         yield from self._formatted(computed, block=True)
         if self._reader_error is not None:
             raise self._reader_error
+
+    def _encoded(self) -> Iterator[tuple]:
+        """``((number, chunk), payloads)`` of every chunk, in order, as the workers hand them over."""
+        number = 0
+        while True:
+            self._ask(number + self.depth)
+            if self._ended and number == self._asked:
+                return
+            chunk = self.pool.encoded(number)
+            if isinstance(self.table, _RemoteTable):
+                self.table.saw(chunk)
+            if isinstance(chunk, TableEnd):
+                return
+            yield (number, chunk), chunk.payloads
+            number += 1
 
     def _ask(self, until: int) -> None:
         """Ask the workers for the chunks before ``until`` not asked for yet (never waits on them)."""
