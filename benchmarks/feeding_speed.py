@@ -4,12 +4,13 @@
 The host-cost rows run the scorer (``mosesrnn.pipeline.score.score_table``) in this process on the first --lines
 lines of the real Tatoeba table with a *tiny* model (4 units everywhere, the slice's shortlists, the normaliser
 skipped) and the unk column, for each ``--workers`` of --workers-list, torch on one thread. The model's own calls
-(``source_context``, ``score_log_prob``) are timed by the CPU clock of the thread that runs them and taken out:
-what is left of this process' CPU time is its host cost a line (reading, parsing and encoding in-process, or
-taking the workers' arrays; the batch plan; writing), the figure that caps a GPU's lines/s. Each worker's CPU
-time from its start to its last chunk, over the lines of its own chunks, is its cost a line. Their prediction
-for one device that computes in no host time: ``min(1/model's process, N/worker)`` lines/s, beside the pass's
-measured lines/s (on a machine with fewer cores than processes they take turns, and the measured figure is lower).
+(``source_context``, ``score_log_prob``) are timed by the CPU clock of the thread that runs them and taken out of
+this process' CPU time around the scorer's call: what is left is its host cost a line (reading, parsing and
+encoding in-process, or taking the workers' arrays; the batch plan; writing), the figure that caps a GPU's
+lines/s. Each worker's CPU time from its start to its last chunk, over the lines of its own chunks, is its cost a
+line (reported by the scorer since issue 56). Their prediction for one device that computes in no host time:
+``min(1/model's process, N/worker)`` lines/s, beside the pass's measured lines/s (on a machine with fewer cores
+than processes they take turns, and the measured figure is lower).
 
 The end-to-end rows time `mosesrnn score` (a child process) on the same lines, gzipped, with ``--features unk``
 (no network) and with the tiny model's rnn column, for each ``--workers``; start-up (the interpreter, the imports,
@@ -82,20 +83,22 @@ class ModelClock:
         return timed
 
 
-def host_cost_row(table: str, trained: TrainedEncoderDecoder, workers: int, directory: str) -> str:
+def host_cost_row(table: str, lines: int, trained: TrainedEncoderDecoder, workers: int, directory: str) -> str:
     """One table row: the pass's lines/s, the models' process' CPU a line with and without the model's calls,
-    each worker's a line of its own chunks, and the lines/s these predict for one device."""
+    each worker's a line of its own chunks (where the scorer reports them: not before issue 56), and the lines/s
+    these predict for one device."""
     rnn = RNNFeature(trained, normaliser="skip", batch_tokens=4096)
     clock = ModelClock(rnn.model)
+    cpu, started = time.process_time(), time.perf_counter()
     summary = score_table(table, os.path.join(directory, f"host{workers}.gz"), [rnn, UnknownWordFeature(
         trained.vocabularies)], workers=workers, resume=False)
-    lines = summary.pass_lines
-    host = (summary.cpu_seconds - clock.seconds) / lines
-    each = [cpu * workers / lines for cpu in summary.worker_cpu_seconds]
+    cpu, seconds = time.process_time() - cpu, time.perf_counter() - started
+    host = (cpu - clock.seconds) / lines
+    each = [cpu * workers / lines for cpu in getattr(summary, "worker_cpu_seconds", ())]
     predicted = min(1 / host, *(workers / cost for cost in each)) if each else 1 / host
-    worker_text = ", ".join(f"{1e6 * cost:.2f}" for cost in each) or "-"
-    return (f"| {workers} | {lines / summary.seconds:,.0f} | **{1e6 * host:.2f}** | {1e6 * clock.seconds / lines:.2f} "
-            f"| {worker_text} | {predicted:,.0f} |")
+    worker_text = ", ".join(f"{1e6 * cost:.2f}" for cost in each) or ("-" if not workers else "not reported")
+    return (f"| {workers} | {lines / seconds:,.0f} | **{1e6 * host:.2f}** | {1e6 * clock.seconds / lines:.2f} | "
+            f"{worker_text} | {predicted:,.0f} |")
 
 
 def end_to_end(table: str, lines: int, model: str, features: str, workers: int | None,
@@ -152,7 +155,7 @@ def main() -> None:
               "each worker, us a line of its own | predicted lines/s, one device |")
         print("|---|---|---|---|---|---|")
         for count in workers:
-            print(host_cost_row(table, trained, count, directory), flush=True)
+            print(host_cost_row(table, lines, trained, count, directory), flush=True)
         print(f"\n== end to end: mosesrnn score on the same {lines:,} lines, median of {args.rounds} runs")
         print("| features | --workers | lines/s, start-up included | start-up (s) | lines/s of the pass alone |")
         print("|---|---|---|---|---|")

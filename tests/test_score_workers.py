@@ -208,3 +208,30 @@ def test_odd_tables_give_the_same_bytes_with_workers(features, tmp_path, data):
         score_table(str(table), str(output), features, chunk_lines=3, workers=workers)
     assert outputs[0].read_bytes() == outputs[1].read_bytes()
     assert len(text(outputs[0]).splitlines()) == len(data.splitlines())  # line for line, endings kept
+
+
+def test_stdin_and_the_first_chunks_warning_are_the_same_with_workers(tmp_path, monkeypatch, caplog):
+    """Every way in (a file read by the workers, stdin read here and handed over, one process) writes the same
+    bytes and warns alike: a table in the other direction, from its first chunk's head."""
+    import io
+    import sys
+
+    from mosesrnn.features.unk import UnknownWordFeature as Unk
+
+    trained = load_encoder_decoder(str(ROOT / "examples/model/tatoeba-small.pt"))
+    features = [RNNFeature(trained, normaliser="exact"), Unk(trained.vocabularies)]
+    lines = gzip.decompress((ROOT / "examples/phrase-table.gz").read_bytes()).decode("utf-8").splitlines(True)[:3000]
+    swapped = "".join(" ||| ".join([fields[1], fields[0], *fields[2:]]) for fields in
+                      (line.split(" ||| ") for line in lines)).encode("utf-8")
+    table = tmp_path / "fr-en.gz"
+    table.write_bytes(gzip.compress(swapped))
+    runs = {}
+    for name, path, workers in (("file, 2 workers", str(table), 2), ("stdin, 2 workers", "-", 2),
+                                ("stdin, one process", "-", 0), ("file, one process", str(table), 0)):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(swapped)))
+        caplog.clear()
+        output = tmp_path / f"{name}.gz"
+        score_table(path, str(output), features, chunk_lines=1000, workers=workers)
+        runs[name] = output.read_bytes()
+        assert "of the source tokens of the first 1,000 lines" in caplog.text and "other direction" in caplog.text, name
+    assert len(set(runs.values())) == 1

@@ -338,6 +338,7 @@ class _ByWorkers:
         self.pool, self.table, self.chunks = pool, table, chunks
         self.depth = depth or 2 * len(pool)
         self._asked, self._ended, self._reader_error = 0, False, None
+        self._first: RawChunk | None = None  # the first chunk read here, for its warnings
 
     def __call__(self, features: Sequence[Feature]) -> Iterator[_Scored]:
         computed: collections.deque = collections.deque()  # (number, chunk, columns) being formatted
@@ -379,6 +380,7 @@ class _ByWorkers:
                     self._reader_error, self._ended = error, True
                     return
                 self.pool.encode(self._asked, chunk, self.table.expected_scores)
+                self._first = self._first or chunk
             self._asked += 1
 
     def _formatted(self, computed: collections.deque, block: bool) -> Iterator[_Scored]:
@@ -387,8 +389,9 @@ class _ByWorkers:
             data = self.pool.formatted(computed[0][0], block=block)
             if data is None:
                 return
-            _, chunk, columns = computed.popleft()
-            yield _Scored(chunk.first_line, chunk.lines, columns, data=data, raw=chunk.raw())
+            number, chunk, columns = computed.popleft()
+            raw = chunk.raw() or (self._first if number == 0 else None)
+            yield _Scored(chunk.first_line, chunk.lines, columns, data=data, raw=raw)
 
 
 @contextlib.contextmanager

@@ -161,8 +161,9 @@ class _OwnChunks:
     """The chunks of a table a worker reads itself, handed out by number; the others' are read past."""
 
     def __init__(self, spec: TableSpec):
-        self._table = spec.open()
-        self._chunks: Iterator[RawChunk] = iter(self._table)
+        self._spec = spec
+        self._table: TableChunks | None = None
+        self._chunks: Iterator[RawChunk] | None = None
         self._next = 0
         self._failure: PhraseTableError | OSError | None = None
 
@@ -171,6 +172,9 @@ class _OwnChunks:
         if self._failure is not None:
             raise self._failure
         try:
+            if self._table is None:  # opened here, so that a table gone meanwhile is an error of its chunk
+                self._table = self._spec.open()
+                self._chunks = iter(self._table)
             while self._next <= number:
                 chunk = next(self._chunks)
                 self._next += 1
@@ -189,7 +193,8 @@ class _OwnChunks:
 
     def close(self) -> None:
         """Close the table."""
-        self._table.close()
+        if self._table is not None:
+            self._table.close()
 
 
 def _serve(messages, reply, job: ChunkJob, spec: TableSpec | None) -> None:
