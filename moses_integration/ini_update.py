@@ -219,7 +219,7 @@ def updated_ini(ini_path: str, table: str, add: int | None = None, features: Seq
     A table whose columns the ini counts already (a tuned ini pointed at a pruned copy of its
     table) only gets the new path. Refuses a table whose first line does not have exactly the new
     num-features scores. Raises
-    ValueError (its subclass :class:`~mosesrnn.formats.moses_ini.MosesIniError` for the files),
+    MosesRNNError (its subclass :class:`~mosesrnn.formats.moses_ini.MosesIniError` for the files),
     PhraseTableError and OSError.
     """
     implicit = add is None and features is None and weights is None  # the columns are the sidecar's

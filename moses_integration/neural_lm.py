@@ -35,7 +35,7 @@ class NeuralLMLine:
 def nplm_order(path: str) -> int:
     """The n-gram order of an NPLM model file (its ``\\config`` section's ``ngram_size``).
 
-    Raises ValueError for a file that is not an NPLM text file."""
+    Raises MosesRNNError for a file that is not an NPLM text file."""
     return read_nplm_config(path)["ngram_size"]
 
 

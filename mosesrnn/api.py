@@ -25,6 +25,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from .errors import MosesRNNError
 from .features.options import FeatureOptions
 from .io.job import declares
 from .io.roles import input_file, model_file, output_file
@@ -83,7 +84,7 @@ class Model:
         (``score --compile``, :mod:`mosesrnn.encdec.compiled`; the values move by float rounding)."""
         sources, targets = _texts(sources, "sources"), _texts(targets, "targets")
         if len(sources) != len(targets):
-            raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+            raise MosesRNNError(f"{len(sources)} sources but {len(targets)} targets")
         return self._scorer(batch_tokens, length_normalize, compile).log_probs(
             [_Pair(source, target) for source, target in zip(sources, targets)])
 
@@ -103,7 +104,7 @@ class Model:
         ``tokens_score`` and Marian's ``--word-scores`` give them."""
         sources, targets = _texts(sources, "sources"), _texts(targets, "targets")
         if len(sources) != len(targets):
-            raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+            raise MosesRNNError(f"{len(sources)} sources but {len(targets)} targets")
         return self._scorer(batch_tokens, False).token_log_probs(
             [_Pair(source, target) for source, target in zip(sources, targets)])
 
@@ -118,7 +119,7 @@ class Model:
               allow_unk: bool = False):
         """The ``n`` best translations (``n`` <= ``beam_size``) of each source, best first."""
         if n > beam_size:
-            raise ValueError(f"n ({n}) must be at most the beam size ({beam_size})")
+            raise MosesRNNError(f"n ({n}) must be at most the beam size ({beam_size})")
         return self._searcher.translate(_texts(sources, "sources"), beam_size=beam_size, nbest=n,
                                         length_normalize=length_normalize, exclude_unk=not allow_unk)
 

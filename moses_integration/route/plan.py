@@ -10,6 +10,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, fields
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.features.options import FeatureOptions
 from mosesrnn.io.compressed import atomic_output
 from mosesrnn.io.json_file import read_json
@@ -76,16 +77,16 @@ class RoutePlan:
 
     def __post_init__(self):
         if self.select_on not in SELECT_ON:
-            raise ValueError(f"select_on is one of {', '.join(SELECT_ON)}, not {self.select_on!r}")
+            raise MosesRNNError(f"select_on is one of {', '.join(SELECT_ON)}, not {self.select_on!r}")
         if (self.baseline_rescoring or self.baseline_control) and not self.baseline:
-            raise ValueError("rescoring the baseline, or re-tuning its n-best lists, needs a baseline")
+            raise MosesRNNError("rescoring the baseline, or re-tuning its n-best lists, needs a baseline")
         names = [name for name, _ in self.others]
         taken = {BASELINE, SYSTEM, *RESCORED_STAGES, *CONTROL_STAGES}
         bad = [name for name in names if name in taken or not name.replace("-", "").replace(".", "").replace(
             "+", "").replace("_", "").isalnum()]
         if bad or len(set(names)) < len(names):
-            raise ValueError(f"other systems need distinct names of letters, digits and - . + _ (not baseline, system, "
-                             f"rescored or a control's): {', '.join(bad) or 'a name given twice'}")
+            raise MosesRNNError(f"other systems need distinct names of letters, digits and - . + _ (not baseline, "
+                                f"system, rescored or a control's): {', '.join(bad) or 'a name given twice'}")
 
     def systems(self) -> list[tuple[str, str]]:
         """``(name, moses.ini)`` of each system tuned: the baseline first, the system, then the others."""
@@ -203,13 +204,13 @@ def save_plan(plan: RoutePlan) -> None:
 
 def saved_plan(folder: str) -> dict | None:
     """The record of the plan saved in ``folder`` by :func:`save_plan` (None: no ``plan.json`` there); raises
-    ValueError naming the file for one that is damaged or not an object."""
+    MosesRNNError naming the file for one that is damaged or not an object."""
     path = os.path.join(folder, PLAN)
     if not os.path.exists(path):
         return None
     saved = read_json(path, "the plan `mosesrnn tune` writes")
     if not isinstance(saved, dict):
-        raise ValueError(f"{path}: not the plan `mosesrnn tune` writes (not an object)")
+        raise MosesRNNError(f"{path}: not the plan `mosesrnn tune` writes (not an object)")
     return saved
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.formats.moses_ini import parse_ini, phrase_tables, read_ini_text, read_weights
 from mosesrnn.formats.sidecar import SidecarError, read_sidecar, sidecar_path
 from mosesrnn.formats.text_file import read_lines
@@ -105,7 +106,7 @@ def compare_with(report: RouteReport, reference_stage: str, tokenize: str = "non
     test set and, with a selection, on the held-out dev half."""
     by_name = {stage.name: stage for stage in report.stages}
     if reference_stage not in by_name:
-        raise ValueError(f"no stage {reference_stage!r} in the report (its stages: {', '.join(by_name)})")
+        raise MosesRNNError(f"no stage {reference_stage!r} in the report (its stages: {', '.join(by_name)})")
     reference = by_name[reference_stage]
     texts = _Texts(report)
     stages = []
@@ -236,11 +237,11 @@ def _rescored_shares(runs: list[StageFiles]) -> dict:
 
 
 def _rescored_features(path: str) -> dict:
-    """The record of the rescoring's features that its stage wrote (``features``, ``labels``); raises ValueError
+    """The record of the rescoring's features that its stage wrote (``features``, ``labels``); raises MosesRNNError
     naming the file for one that is damaged."""
     record = read_json(path, "the record of the rescoring's features")
     if not (isinstance(record, dict) and all(isinstance(record.get(key), list) for key in ("features", "labels"))):
-        raise ValueError(f"{path}: not the record of the rescoring's features (no lists of features and labels)")
+        raise MosesRNNError(f"{path}: not the record of the rescoring's features (no lists of features and labels)")
     return record
 
 

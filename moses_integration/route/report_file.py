@@ -22,6 +22,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.io.compressed import atomic_output
 from mosesrnn.io.json_file import read_json
 from mosesrnn.tuning.significance import mean_std
@@ -119,13 +120,14 @@ def _relative(path: str, folder: str) -> str:
 
 def read_report(path: str) -> RouteReport:
     """Read what :func:`write_report` wrote (the translations' paths resolved against the report's folder; those
-    of an older report, relative to where its tuning ran, absolute ones as they are); raises ValueError naming the
+    of an older report, relative to where its tuning ran, absolute ones as they are); raises MosesRNNError naming the
     file for anything else."""
     record = read_json(path, "a tuning report of `mosesrnn tune`")
     if not isinstance(record, dict) or record.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a tuning report of `mosesrnn tune`")
+        raise MosesRNNError(f"{path}: not a tuning report of `mosesrnn tune`")
     if record.get("version") != VERSION:
-        raise ValueError(f"{path}: a tuning report of version {record.get('version')} (this mosesrnn reads {VERSION})")
+        raise MosesRNNError(f"{path}: a tuning report of version {record.get('version')} (this mosesrnn reads "
+                            f"{VERSION})")
     folder = os.path.dirname(os.path.abspath(path))
     try:
         stages = tuple(StageResult(**{**stage, "bleu": tuple(stage["bleu"]),
@@ -138,7 +140,7 @@ def read_report(path: str) -> RouteReport:
         return RouteReport(record["sacrebleu"], record["dev"], record["test"], record["runs"], stages,
                             record.get("signatures", {}), record.get("selection"))
     except (KeyError, TypeError) as error:
-        raise ValueError(f"{path}: a damaged tuning report ({error})") from None
+        raise MosesRNNError(f"{path}: a damaged tuning report ({error})") from None
 
 
 def _resolved(folder: str, path: str) -> str:

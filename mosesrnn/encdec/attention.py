@@ -33,6 +33,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
+from ..errors import MosesRNNError
 from .config import ModelConfig
 from .decoder import C14Decoder, SequenceTerms, per_pair
 from .encoders import Encoder
@@ -250,7 +251,7 @@ class AttentionDecoder(nn.Module):
         elif normaliser == "exact":
             token_scores = self._target_log_probs(t_pooled, targets, row_block)
         else:
-            raise ValueError(f"normaliser must be exact or skip, not {normaliser!r}")
+            raise MosesRNNError(f"normaliser must be exact or skip, not {normaliser!r}")
         return per_pair(token_scores, rows, order)
 
     def sequence_terms(self, ctx: AttentionContext, trg: Tensor, trg_lengths: Tensor,

@@ -15,6 +15,7 @@ from typing import NamedTuple, Sequence
 import torch
 from torch import Tensor, nn
 
+from ..errors import MosesRNNError
 from .compiled import active_rows, recurrent_step
 from .config import ModelConfig
 from .encoders import EncoderOutput
@@ -174,7 +175,7 @@ class C14Decoder(nn.Module):
         elif normaliser == "exact":
             token_scores = self._target_log_probs(s_pooled, targets, row_block)  # (N,)
         else:
-            raise ValueError(f"normaliser must be one of {', '.join(NORMALISERS)}, not {normaliser!r}")
+            raise MosesRNNError(f"normaliser must be one of {', '.join(NORMALISERS)}, not {normaliser!r}")
         return per_pair(token_scores, rows, order)
 
     def sequence_terms(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor,

@@ -41,6 +41,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
+from ..errors import MosesRNNError
 from .config import EOS_ID, ModelConfig
 from .convolution import KernelBank, csm_plan, grouped, invert_plan, plan_columns
 from .decoder import SequenceTerms, per_pair
@@ -182,7 +183,7 @@ class RecurrentLMDecoder(nn.Module):
         elif normaliser == "exact":
             token_scores = self._target_log_probs(h, targets, row_block)
         else:
-            raise ValueError(f"normaliser must be exact or skip, not {normaliser!r}")
+            raise MosesRNNError(f"normaliser must be exact or skip, not {normaliser!r}")
         return per_pair(token_scores, rows, order)
 
     def _packed_terms(self, ctx, trg: Tensor, steps: Tensor, row_block: int) -> SequenceTerms:

@@ -33,6 +33,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ..errors import MosesRNNError
 from ..runtime.devices import resolve_device
 from ..runtime.precision import precision
 from ..text.id_arrays import IdArrays, length_batches
@@ -65,10 +66,10 @@ class PairScorer:
                  dtype: str = "fp32", batch_tokens: int = 4096, length_normalize: bool = False,
                  normaliser: str = "exact", name: str = "rnn", compile: bool | str = False):
         if direction is not None and direction != trained.direction:
-            raise ValueError(f"the {name} model was trained {trained.direction} (it scores "
-                             f"{probability(trained.direction)}), not {direction}")
+            raise MosesRNNError(f"the {name} model was trained {trained.direction} (it scores "
+                                f"{probability(trained.direction)}), not {direction}")
         if normaliser not in NORMALISERS:
-            raise ValueError(f"normalizer must be one of {', '.join(NORMALISERS)}, not {normaliser!r}")
+            raise MosesRNNError(f"normalizer must be one of {', '.join(NORMALISERS)}, not {normaliser!r}")
         self.trained, self.direction = trained, trained.direction
         self.device, self.batch_tokens = resolve_device(device), batch_tokens
         self.precision = precision(dtype, self.device)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import field, make_dataclass
 
 from ..encdec.direction import DIRECTIONS
+from ..errors import MosesRNNError
 from ..io.roles import Role, input_folder, model_file
 from ..models import ENCODER_DECODER, MODEL_OPTIONS, kind_of
 from ..runtime import DEVICES, DTYPES
@@ -38,18 +39,18 @@ class _FeatureOptions:
                                      ("dtype", self.dtype, DTYPES), ("direction", self.direction, DIRECTIONS),
                                      ("normalizer", self.normalizer, NORMALIZERS)):
             if value is not None and value not in choices and not (name == "device" and value.startswith("cuda:")):
-                raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+                raise MosesRNNError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
         if (self.batch_tokens is not None and self.batch_tokens < 1) or (self.threads is not None and self.threads < 1):
-            raise ValueError("batch_tokens and threads must be positive")
+            raise MosesRNNError("batch_tokens and threads must be positive")
         object.__setattr__(self, "labels", tuple(tuple(pair) for pair in self.labels))
         for feature, label in self.labels:
             if feature not in FEATURES:
-                raise ValueError(f"unknown feature {feature!r} in a label (choose from: {', '.join(FEATURES)})")
+                raise MosesRNNError(f"unknown feature {feature!r} in a label (choose from: {', '.join(FEATURES)})")
             if not _is_label(label):
-                raise ValueError(f"{label!r} is not an n-best feature name: letters, digits and _, ending in a "
-                                 f"digit, e.g. RNN1")
+                raise MosesRNNError(f"{label!r} is not an n-best feature name: letters, digits and _, ending in a "
+                                    f"digit, e.g. RNN1")
         if len({feature for feature, _ in self.labels}) < len(self.labels):
-            raise ValueError("a feature is labelled twice")
+            raise MosesRNNError("a feature is labelled twice")
 
     def declared_paths(self) -> list[tuple[Role, str]]:
         """The files these options name, by role: for the job of the run that uses them."""

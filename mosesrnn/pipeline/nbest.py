@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
+from ..errors import MosesRNNError
 from ..features.registry import Feature, describe
 from ..formats.nbest import NbestEntry, NbestError, format_line, read_nbest
 from ..formats.text_file import text_lines
@@ -94,10 +95,10 @@ def score_nbest(nbest_path: str, source_path: str, output_path: str, features: S
     predicts (see :func:`word_score_line`).
     """
     if not features:
-        raise ValueError("no feature to compute")
+        raise MosesRNNError("no feature to compute")
     rnn = next((feature for feature in features if feature.spec.name == "rnn"), None)
     if word_scores is not None and rnn is None:
-        raise ValueError("word scores are the rnn model's: give -m MODEL (the rnn feature)")
+        raise MosesRNNError("word scores are the rnn model's: give -m MODEL (the rnn feature)")
     names = [nbest_label(feature, labels) for feature in features]
     started, lines, sentences = time.perf_counter(), 0, 0
 
