@@ -154,7 +154,7 @@ def score_table(table: str, output: str, features: FeatureOptions = FeatureOptio
     """
     from .features.selection import select_features
     from .io.compressed import estimated_text_size
-    from .pipeline.score import score_table as run
+    from .pipeline.score import run_score_job
     from .pipeline.shards import ShardSpec
     from .pipeline.workers import default_workers, worker_count
     shard_spec = ShardSpec.parse(shard)
@@ -164,9 +164,10 @@ def score_table(table: str, output: str, features: FeatureOptions = FeatureOptio
     if workers and threads is None:  # the workers' cores are not torch's
         threads = max(1, len(os.sched_getaffinity(0)) - workers)
     with cpu_threads(threads):
-        return run(table, output, select_features(features, tables=True), encoding=encoding,
-                   chunk_lines=chunk_lines, shard=shard_spec, resume=resume, checkpoint_every=checkpoint_every,
-                   checkpoint_seconds=60 * checkpoint_minutes, workers=workers, progress=progress)
+        return run_score_job(table, output, select_features(features, tables=True), encoding=encoding,
+                             chunk_lines=chunk_lines, shard=shard_spec, resume=resume,
+                             checkpoint_every=checkpoint_every, checkpoint_seconds=60 * checkpoint_minutes,
+                             workers=workers, progress=progress)
 
 
 @declares(nbest=input_file(), source=input_file(), output=output_file(), features=FeatureOptions.declared_paths,
@@ -178,10 +179,10 @@ def score_nbest(nbest: str, source: str, output: str, features: FeatureOptions =
     source sentences are the lines of ``source`` (``word_scores``: a file for the rnn model's per-token scores).
     Returns a :class:`~mosesrnn.pipeline.nbest.NbestSummary`; torch's threads are the caller's again after it."""
     from .features.selection import select_features
-    from .pipeline.nbest import score_nbest as run
+    from .pipeline.nbest import run_nbest_job
     with cpu_threads(features.threads):
-        return run(nbest, source, output, select_features(features), dict(features.labels),
-                   word_scores=word_scores, chunk_lines=chunk_lines, encoding=encoding, progress=progress)
+        return run_nbest_job(nbest, source, output, select_features(features), dict(features.labels),
+                             word_scores=word_scores, chunk_lines=chunk_lines, encoding=encoding, progress=progress)
 
 
 @declares(table=input_file(".json"), output=output_file(".json"), weights=input_file(), reordering=input_file(),
@@ -194,10 +195,9 @@ def prune_table(table: str, output: str, *, top: int | None = None, margin: floa
     best, or a ``share`` of the lines) by the rnn column of a scored table, by score ``column``, or by the
     ``weights`` of a tuned moses.ini (``feature_name``: which of its weight groups, when several fit the table);
     the reordering table along. Returns a :class:`~mosesrnn.pipeline.prune.PruneSummary`."""
-    from .pipeline.prune import Selection, ranking_for, write_pruned_sidecar
-    from .pipeline.prune import prune_table as run
+    from .pipeline.prune import Selection, ranking_for, run_prune_job, write_pruned_sidecar
     ranking, selection = ranking_for(table, column, weights, feature_name, encoding), Selection(top, margin, share)
-    summary = run(table, output, ranking, selection, reordering=reordering, reordering_output=reordering_output,
-                  encoding=encoding, progress=progress)
+    summary = run_prune_job(table, output, ranking, selection, reordering=reordering,
+                            reordering_output=reordering_output, encoding=encoding, progress=progress)
     write_pruned_sidecar(table, output, ranking, selection, summary)
     return summary

@@ -15,7 +15,7 @@ from mosesrnn.formats.phrase_table import PhraseTableError, read_entries
 from mosesrnn.io.compressed import estimated_text_size
 from mosesrnn.io.job import Job
 from mosesrnn.io.roles import input_file
-from mosesrnn.pipeline.score import score_table
+from mosesrnn.pipeline.score import run_score_job
 from mosesrnn.pipeline.shards import ShardSpec
 from mosesrnn.pipeline.table_chunks import RawChunk, TableChunks, parse_chunk
 from mosesrnn.pipeline.workers import ChunkText, WorkerDied, WorkerError, WorkerPool, default_workers, worker_count
@@ -37,7 +37,7 @@ def test_workers_write_the_bytes_one_process_writes(features, tmp_path, shard):
     outputs = {}
     for workers in (0, 2):
         outputs[workers] = str(tmp_path / f"w{workers}.gz")
-        summary = score_table(TABLE, outputs[workers], features, chunk_lines=300, shard=shard, workers=workers)
+        summary = run_score_job(TABLE, outputs[workers], features, chunk_lines=300, shard=shard, workers=workers)
     assert text(outputs[2]) == text(outputs[0])
     assert summary.lines == len(text(outputs[0]).splitlines()) > 0
 
@@ -49,7 +49,7 @@ def test_the_first_bad_line_of_the_table_is_reported_and_nothing_is_left(feature
     table = tmp_path / "bad.gz"
     table.write_bytes(gzip.compress("".join(lines).encode("utf-8")))
     with pytest.raises(PhraseTableError, match=r"bad\.gz:701: score 'x' is not a number"):
-        score_table(str(table), str(tmp_path / "out.gz"), features, chunk_lines=200, checkpoint_every=1, workers=2)
+        run_score_job(str(table), str(tmp_path / "out.gz"), features, chunk_lines=200, checkpoint_every=1, workers=2)
     assert list(tmp_path.iterdir()) == [table]
 
 

@@ -24,7 +24,7 @@ from ..io.resumable import StreamOutput
 from .preflight import first_chunk_warnings
 from .streams import ChunkWriter, chunked, prefetch
 
-__all__ = ["NbestPair", "NbestSummary", "nbest_label", "score_nbest", "word_score_line"]
+__all__ = ["NbestPair", "NbestSummary", "nbest_label", "run_nbest_job", "word_score_line"]
 
 log = logging.getLogger("mosesrnn")
 
@@ -82,9 +82,9 @@ class _Sources:
         return self._text
 
 
-def score_nbest(nbest_path: str, source_path: str, output_path: str, features: Sequence[Feature],
-                labels: Mapping[str, str] | None = None, *, word_scores: str | None = None, chunk_lines: int = 20000,
-                encoding: str = "utf-8", progress: Callable[[int], None] | None = None) -> NbestSummary:
+def run_nbest_job(nbest_path: str, source_path: str, output_path: str, features: Sequence[Feature],
+                  labels: Mapping[str, str] | None = None, *, word_scores: str | None = None, chunk_lines: int = 20000,
+                  encoding: str = "utf-8", progress: Callable[[int], None] | None = None) -> NbestSummary:
     """Append the ``features``' values, in order, to every hypothesis of an n-best list.
 
     ``-`` reads stdin or writes stdout; the output appears whole or not at all. Raises

@@ -40,7 +40,7 @@ from ..io.compressed import atomic_output
 from ..io.readers import reader
 from ..version import __version__
 
-__all__ = ["Ranking", "Selection", "PruneSummary", "prune_table", "sorted_groups", "margin_for_share", "ranking_for",
+__all__ = ["Ranking", "Selection", "PruneSummary", "run_prune_job", "sorted_groups", "margin_for_share", "ranking_for",
            "table_sidecar", "write_pruned_sidecar"]
 
 #: The histogram of margins that --share reads its threshold from: bins of this many nats, up to 100.
@@ -209,9 +209,9 @@ class _Reordering:
                                    f"ends at line {extra.line_no - 1}: {_SAME_PAIRS}")
 
 
-def prune_table(path: str, output: str, ranking: Ranking, selection: Selection, *,
-                reordering: str | None = None, reordering_output: str | None = None, encoding: str = "utf-8",
-                progress: Callable[[int], None] | None = None) -> PruneSummary:
+def run_prune_job(path: str, output: str, ranking: Ranking, selection: Selection, *,
+                  reordering: str | None = None, reordering_output: str | None = None, encoding: str = "utf-8",
+                  progress: Callable[[int], None] | None = None) -> PruneSummary:
     """Write to ``output`` the lines of the phrase table ``path`` that ``selection`` keeps by ``ranking`` (see
     the module docstring), and the matching lines of ``reordering`` to ``reordering_output``; each output
     appears whole or not at all."""

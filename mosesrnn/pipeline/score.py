@@ -35,7 +35,7 @@ from .streams import ChunkWriter, prefetch
 from .table_chunks import RawChunk, TableChunks, parse_chunk
 from .workers import ChunkText, WorkerDied, WorkerPool
 
-__all__ = ["ScoreSummary", "ScoreInterrupted", "score_table", "signature"]
+__all__ = ["ScoreSummary", "ScoreInterrupted", "run_score_job", "signature"]
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def _kept(output_path: str, recorded: dict | None) -> str:
             f"at line {recorded['next_line']}")
 
 
-def score_table(input_path: str, output_path: str, features: Sequence[Feature], *,
+def run_score_job(input_path: str, output_path: str, features: Sequence[Feature], *,
                 encoding: str = "utf-8", chunk_lines: int = 20000, shard: ShardSpec = ShardSpec(),
                 resume: bool = True, checkpoint_every: int = 25, checkpoint_seconds: float = 300.0,
                 workers: int = 0, progress: Callable[[int, int, int | None], None] | None = None) -> ScoreSummary:
