@@ -6,11 +6,13 @@ is loaded), what else may refuse a file of the kind for an option, whether its f
 hypothesis' word alignment, and the options that name its files (:class:`ModelOption`): a field of
 :class:`~mosesrnn.features.options.FeatureOptions`, its flags, the n-best features that read it and its help.
 
-From the rows come the kinds the input/output floor names (:data:`MODEL_KINDS`), the model fields of
-``FeatureOptions`` and the roles their files are declared with, the loading
+From the rows come the kinds the input/output floor names (:data:`MODEL_KINDS`), the roles the files of
+``FeatureOptions``' model fields are declared with (the fields themselves are written out there, one an
+option, in the rows' order: ``tests/test_features.py`` keeps the two equal), the loading
 (:class:`~mosesrnn.features.selection.LoadedModels`), the kinds ``tune`` checks before it starts
 (:mod:`moses_integration.route.checks`), and the model options of ``score``, ``nbest`` and ``tune``
-(:func:`mosesrnn.cli.features.model_options`): a new family is its folder and one row here.
+(:func:`mosesrnn.cli.features.model_options`): a new family is its folder, one row here and its fields of
+``FeatureOptions``.
 
 Plain data that imports nothing of mosesrnn, on the lowest floor, so that every floor reads it (sacrebleu's ``METRICS``
 table, with CTranslate2's loaders by name).
