@@ -78,7 +78,7 @@ class ModelClock:
 def feeding_row(entries, rounds: int, chunk_lines: int) -> str:
     """Median pairs/s of the tiny model's rnn values and the time outside the model per 100,000 pairs."""
     trained = tiny_model(entries)
-    feature = RNNFeature(trained, normaliser="skip", batch_tokens=4096)
+    feature = RNNFeature(trained, normalizer="skip", batch_tokens=4096)
     clock = ModelClock(feature.model)
     feature.values(entries[:200])
     speeds, outside = [], []

@@ -344,7 +344,7 @@ def model_rows(preset: str, trained, entries, peaks, device: str, sizes: Sizes, 
         if not budget.allows(need, f"{preset}, batch_tokens {batch_tokens} and after"):
             break
         started = time.monotonic()
-        features = {path: RNNFeature(trained, normaliser=path[0], dtype=path[1], batch_tokens=batch_tokens,
+        features = {path: RNNFeature(trained, normalizer=path[0], dtype=path[1], batch_tokens=batch_tokens,
                                      device=device) for path in PATHS}
         speeds: dict[tuple, list[float]] = {path: [] for path in PATHS}
         for round_number in range(sizes.rounds):
@@ -453,7 +453,7 @@ def waits_section(report: Report, budget: Budget, device: str, entries, sizes: S
     trained = load_encoder_decoder(str(MODEL), map_location=device)
     rows = []
     for normaliser, dtype in PATHS:
-        feature = RNNFeature(trained, normaliser=normaliser, dtype=dtype, batch_tokens=batch_tokens, device=device)
+        feature = RNNFeature(trained, normalizer=normaliser, dtype=dtype, batch_tokens=batch_tokens, device=device)
         batches = [len(length_batches(feature.encoder(chunk).outputs.lengths + 1, batch_tokens)) for chunk in chunks]
         feature.values(chunks[0])  # warm-up: the device's first use
         size = sized(len(entries), sizes.pairs, "pairs") + f" in {len(chunks)} chunks"

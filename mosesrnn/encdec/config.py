@@ -13,9 +13,14 @@ from ..text.vocab import EOS_ID, PAD_ID, RESERVED, UNK_ID
 from .architectures import architecture
 
 __all__ = ["PAD_ID", "UNK_ID", "EOS_ID", "NUM_RESERVED_IDS", "PRESETS", "OPTIMIZERS", "RECIPES", "PLAIN_RECIPE",
-           "ModelConfig", "preset_shortlist", "model_config"]
+           "ModelConfig", "preset_shortlist", "model_config", "NORMALIZERS"]
 
 NUM_RESERVED_IDS = len(RESERVED)
+
+#: How a scorer treats the softmax normaliser (``score --normalizer``, ``FeatureOptions.normalizer``): ``exact``
+#: computes log Z at every position (log p); ``skip`` leaves it out and reads the target's raw score
+#: g_y . s + b_y (a self-normalised model's log p, give or take its log Z). The one definition.
+NORMALIZERS = ("exact", "skip")
 
 PRESETS = {
     # The paper's sizes (Sec. 4.1.1); the shortlist is 15,000 words per side.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..encdec.config import NORMALIZERS
 from ..encdec.direction import DIRECTIONS
 from ..errors import MosesRNNError
 from ..io.roles import Role, input_folder, model_file
@@ -25,8 +26,6 @@ from .registry import FEATURES, default_features, parse_feature_names
 __all__ = ["UNK_SIDES", "NORMALIZERS", "FeatureOptions"]
 
 UNK_SIDES = ("source", "target", "both")
-#: How the rnn columns treat the softmax normaliser: exact (log p) or skip (a self-normalised model's raw score).
-NORMALIZERS = ("exact", "skip")
 
 
 @dataclass(frozen=True)

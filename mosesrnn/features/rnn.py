@@ -31,7 +31,7 @@ class RNNFeature(PairScorer):
 
     def values(self, pairs: Sequence[Pair]) -> list[float]:
         """log p(output side | input side) of every pair, in order (normalised if asked; the raw score
-        with ``normaliser="skip"``)."""
+        with ``normalizer="skip"``)."""
         return self.log_probs(pairs)
 
     def compute(self, encoded) -> list[float]:
@@ -57,7 +57,7 @@ def _feature(options: FeatureOptions, trained: TrainedEncoderDecoder, path: str,
         check_skip_normalizer(trained, path)
     batch_tokens = options.batch_tokens or default_batch_tokens(settings["device"])
     return RNNFeature(trained, dtype=options.dtype, batch_tokens=batch_tokens,
-                      length_normalize=options.length_normalize, normaliser=options.normalizer,
+                      length_normalize=options.length_normalize, normalizer=options.normalizer,
                       compile=options.compile, **settings)
 
 
