@@ -41,3 +41,20 @@ def test_every_class_is_named_in_capwords():
                 if isinstance(node, ast.ClassDef) and not node.name.lstrip("_")[:1].isupper():
                     wrong.append(f"{path.relative_to(ROOT)}: {node.name}")
     assert wrong == []
+
+
+def test_the_normalizers_are_defined_once_in_one_spelling():
+    """``NORMALISERS`` (encdec/decoder.py) and ``NORMALIZERS`` (features/options.py) were one tuple spelled twice."""
+    assigned = defaultdict(list)
+    for package in ("mosesrnn", "moses_integration"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                    if isinstance(node, ast.AnnAssign) else []
+                for target in targets:
+                    if getattr(target, "id", "") in ("NORMALIZERS", "NORMALISERS"):
+                        assigned[target.id].append(str(path.relative_to(ROOT)))
+    assert dict(assigned) == {"NORMALIZERS": ["mosesrnn/encdec/config.py"]}
+    from mosesrnn.encdec.config import NORMALIZERS
+    from mosesrnn.features.options import NORMALIZERS as offered
+    assert offered is NORMALIZERS
