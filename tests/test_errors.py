@@ -73,6 +73,7 @@ def test_the_program_keeps_a_user_error_to_one_line(monkeypatch, capsys, tatoeba
 
 def test_every_user_error_class_is_a_mosesrnn_error():
     from moses_integration.mert_moses import MertSetupError
+    from moses_integration.tools import MosesToolError
     from mosesrnn.bilm.data import AlignmentError
     from mosesrnn.formats.errors import FileLineError
     from mosesrnn.formats.moses_ini import MosesIniError
@@ -86,7 +87,7 @@ def test_every_user_error_class_is_a_mosesrnn_error():
     from mosesrnn.train.distributed import PeerLost
     for error in (MertSetupError, AlignmentError, FileLineError, MosesIniError, NbestError, PhraseTableError,
                   SidecarError, SidecarMismatch, LockedError, ModelFileError, StateFileError, ResumeError, MergeError,
-                  PeerLost):
+                  PeerLost, MosesToolError):
         assert issubclass(error, MosesRNNError), error
     assert issubclass(MosesRNNError, ValueError) and mosesrnn.MosesRNNError is MosesRNNError
 
