@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import signal
 import sys
 from pathlib import Path
 
@@ -17,6 +18,16 @@ from mosesrnn.errors import BUG_NOTE, MosesRNNError
 
 ROOT = Path(__file__).parent.parent
 vocab_command = importlib.import_module("mosesrnn.cli.vocab")  # the module: mosesrnn.cli.vocab is the command
+
+
+@pytest.fixture
+def signals_kept():
+    """cli.run() ignores SIGINT and SIGTERM once a command has ended (and main() resets SIGPIPE): put them back,
+    or every later test's children would inherit them ignored."""
+    kept = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE)}
+    yield
+    for sig, handler in kept.items():
+        signal.signal(sig, handler)
 
 
 def _vocab_args(tatoeba_table, tmp_path) -> list[str]:
@@ -48,7 +59,7 @@ def test_a_plain_value_error_is_a_bug_and_leaves_the_command(monkeypatch, tatoeb
 
 
 @pytest.mark.parametrize("bug", [_numpy_bug, lambda *args, **kwargs: len(None)], ids=["ValueError", "TypeError"])
-def test_the_program_shows_a_bug_with_its_traceback_and_where_to_report_it(bug, monkeypatch, capsys,
+def test_the_program_shows_a_bug_with_its_traceback_and_where_to_report_it(bug, monkeypatch, capsys, signals_kept,
                                                                             tatoeba_table, tmp_path):
     monkeypatch.setattr(vocab_command, "build_vocabularies", bug)
     monkeypatch.setattr(sys, "argv", ["mosesrnn", *_vocab_args(tatoeba_table, tmp_path)])
@@ -62,7 +73,7 @@ def test_the_program_shows_a_bug_with_its_traceback_and_where_to_report_it(bug, 
     assert "please report it with the traceback above" in BUG_NOTE
 
 
-def test_the_program_keeps_a_user_error_to_one_line(monkeypatch, capsys, tatoeba_table, tmp_path):
+def test_the_program_keeps_a_user_error_to_one_line(monkeypatch, capsys, signals_kept, tatoeba_table, tmp_path):
     monkeypatch.setattr(vocab_command, "build_vocabularies", _user_error)
     monkeypatch.setattr(sys, "argv", ["mosesrnn", *_vocab_args(tatoeba_table, tmp_path)])
     with pytest.raises(SystemExit) as stop:
