@@ -78,11 +78,30 @@ class ModelKind:
     reads_alignments: bool = False
 
     def load(self, path: str):
-        """The model file ``path`` of this kind, as its loader reads it (its module imported now)."""
+        """Read a model file of this kind with its loader (its module imported now).
+
+        Args:
+            path: the model file.
+
+        Returns:
+            What the loader returns: the family's ``Trained<Family>`` object.
+
+        Raises:
+            ModelFileError: ``path`` is not a model file of this kind, saying why (a
+                :class:`~mosesrnn.errors.MosesRNNError`).
+        """
         return _function(self.loader)(path)
 
     def refusal(self, path: str, option: str) -> str | None:
-        """One line refusing the file ``path`` of this kind for the option ``option`` (:attr:`check`), or None."""
+        """Whether a file of this kind fits an option of it (:attr:`check`).
+
+        Args:
+            path: the model file.
+            option: the option that names it (a FeatureOptions field: ``bilm_t2s``).
+
+        Returns:
+            One line refusing the file for the option (a joint model of another orientation), or None.
+        """
         return _function(self.check)(path, option) if self.check else None
 
 
@@ -144,5 +163,16 @@ FEATURE_MODELS: dict[str, str] = {feature: option.name for option in MODEL_OPTIO
 
 
 def kind_of(option: str) -> ModelKind:
-    """The row of the kind of model file the option ``option`` (a FeatureOptions field) names."""
+    """The row of the kind of model file an option names.
+
+    Args:
+        option: a model option's name, a FeatureOptions field (``model``, ``lm``, ``bilm_t2s``...).
+
+    Returns:
+        Its :class:`ModelKind`.
+
+    Raises:
+        StopIteration: ``option`` is no model option (a programmer's mistake: the names come from
+            :data:`MODEL_OPTIONS`).
+    """
     return next(row for row in MODELS.values() if any(o.name == option for o in row.options))
