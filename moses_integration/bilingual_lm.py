@@ -39,6 +39,12 @@ class BilingualLMLine:
     path: str
     weight: float
 
+    def message(self, shown: str) -> str:
+        """What ``moses-ini`` says it added to ``shown`` (the output's name)."""
+        return (f"{shown}: added BilingualNPLM {self.name} (order {self.order}, source window "
+                f"{self.source_window}) reading {self.path}, weight {self.weight!r}; Moses must be built "
+                f"--with-nplm, and the phrase table must hold word alignments")
+
 
 def bilingual_lm_feature(order: int, source_window: int, nplm_path: str, source_vocab: str, target_vocab: str,
                          name: str = BILINGUAL_LM_NAME) -> str:

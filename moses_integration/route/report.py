@@ -14,6 +14,7 @@ from mosesrnn.formats.sidecar import SidecarError, read_sidecar, sidecar_path
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.declared import declare_input
 from mosesrnn.io.json_file import read_json
+from mosesrnn.models import DECODER_FEATURES
 from mosesrnn.tuning.bleu import file_bleu
 from mosesrnn.tuning.significance import Comparison, compare_runs
 
@@ -186,8 +187,8 @@ def _new_columns(plan: RoutePlan, ini: str) -> dict[tuple[str, int], str]:
     for table in phrase_tables(_ini_lines(ini), ini):
         columns, size = _appended_columns(table.path), len(system.get(table.name, ()))
         labels.update({(table.name, size - len(columns) + offset): column for offset, column in enumerate(columns)})
-    labels.update({(name, 0): "cslm" for name in system if name.startswith("NeuralLM")})
-    labels.update({(name, 0): "bilm" for name in system if name.startswith("BilingualNPLM")})
+    for feature in DECODER_FEATURES.values():  # cslm for a NeuralLM, bilm for a BilingualNPLM
+        labels.update({(name, 0): feature.name for name in system if name.startswith(feature.moses_feature)})
     if plan.baseline:
         base = read_weights(plan.baseline)
         keys = [(name, index) for name, values in system.items() for index in range(len(base.get(name, ())),
