@@ -27,7 +27,7 @@ from mosesrnn.io.compressed import atomic_output
 from mosesrnn.io.json_file import read_json
 from mosesrnn.tuning.significance import mean_std
 
-from .plan import CONTROL_STAGES, RESCORED_STAGES
+from .plan import TUNED, stage_named
 
 __all__ = ["REPORT_JSON", "REPORT_MD", "StageResult", "RouteReport", "chosen_stage", "write_report", "read_report",
            "report_columns", "stage_cells", "column_keys", "markdown"]
@@ -254,7 +254,8 @@ def markdown(report: RouteReport, reference: str = "baseline") -> str:
         note += (" A rescored stage's control is the same n-best lists re-tuned by the same MERT (seed, starting "
                  "weights) without the new features: Δ vs its control is what the features add; Δ vs "
                  f"{reference} is what the whole route adds, the second tuning pass included.")
-    alone = [stage.name for stage in report.stages if CONTROL_STAGES.get(stage.name) == reference]
+    alone = [stage.name for stage in report.stages
+             if stage_named(stage.name).retuned and stage_named(stage.name).system == reference]
     if alone:
         note += (f" {', '.join(alone)}: {reference}'s n-best lists re-tuned by the same MERT without any new "
                  f"feature, so its Δ vs {reference} is what a second tuning pass alone adds.")
@@ -278,8 +279,7 @@ def _headline(report: RouteReport, reference: str) -> str:
 
 def _selection_note(report: RouteReport) -> str:
     selection = report.selection
-    moses_tuned = [stage.name for stage in report.stages if stage.name not in CONTROL_STAGES
-                   and stage.name not in RESCORED_STAGES]
+    moses_tuned = [stage.name for stage in report.stages if stage_named(stage.name).kind == TUNED]
     return (f" Dev half (--select-on {selection['on']}): mosesrnn's MERT tuned every rescored stage and control on "
             f"the {selection['tuned_on']} dev sentences at odd lines (1st, 3rd, ...); the dev-half columns measure "
             f"every stage on the other {selection['held_out']} (even lines), held out from that tuning, with the same "
