@@ -39,11 +39,11 @@ def timed_pass(feature: RNNFeature, entries, chunk_lines: int = 20000) -> tuple[
 
 
 def compile_rows(trained, entries, device: str, modes: tuple[str, ...], rounds: int, batch_tokens: int,
-                 normaliser: str = "exact", label: str = "") -> list[list[str]]:
+                 normalizer: str = "exact", label: str = "") -> list[list[str]]:
     """One row per mode (``none`` first): pairs/s (median of ``rounds`` alternated), its spread, the ratio to
     eager, the compile time (the first pass less an eager pass) and max / mean |delta| against eager. A mode that
     fails gives a row saying how, and the others go on."""
-    features = {mode: RNNFeature(trained, device=device, batch_tokens=batch_tokens, normaliser=normaliser,
+    features = {mode: RNNFeature(trained, device=device, batch_tokens=batch_tokens, normalizer=normalizer,
                                  compile=False if mode == "none" else mode) for mode in modes}
     first, values, failed = {}, {}, {}
     for mode in modes:  # the first pass compiles: every shape the timed rounds will see

@@ -44,8 +44,12 @@ from mosesrnn.encdec.model_file import TrainedEncoderDecoder, save_encoder_decod
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.features.unk import UnknownWordFeature
 from mosesrnn.formats.phrase_table import read_entries
-from mosesrnn.pipeline.score import score_table
 from mosesrnn.runtime.cpu import cpu_flags
+
+try:
+    from mosesrnn.pipeline.score import run_score_job
+except ImportError:  # a commit before issue 58 named it as the API does
+    from mosesrnn.pipeline.score import score_table as run_score_job
 from mosesrnn.text.codec import Codec, CodecPair
 from mosesrnn.text.tokenizers import MosesWords
 from mosesrnn.text.vocab import build_vocabularies
@@ -83,14 +87,23 @@ class ModelClock:
         return timed
 
 
+def skipping_normalizer(trained: TrainedEncoderDecoder) -> RNNFeature:
+    """The rnn column of ``trained`` without the softmax's normaliser (the keyword was ``normaliser`` before
+    issue 58)."""
+    try:
+        return RNNFeature(trained, normalizer="skip", batch_tokens=4096)
+    except TypeError:
+        return RNNFeature(trained, normaliser="skip", batch_tokens=4096)
+
+
 def host_cost_row(table: str, lines: int, trained: TrainedEncoderDecoder, workers: int, directory: str) -> str:
     """One table row: the pass's lines/s, the models' process' CPU a line with and without the model's calls,
     each worker's a line of its own chunks (where the scorer reports them: not before issue 56), and the lines/s
     these predict for one device."""
-    rnn = RNNFeature(trained, normaliser="skip", batch_tokens=4096)
+    rnn = skipping_normalizer(trained)
     clock = ModelClock(rnn.model)
     cpu, started = time.process_time(), time.perf_counter()
-    summary = score_table(table, os.path.join(directory, f"host{workers}.gz"), [rnn, UnknownWordFeature(
+    summary = run_score_job(table, os.path.join(directory, f"host{workers}.gz"), [rnn, UnknownWordFeature(
         trained.vocabularies)], workers=workers, resume=False)
     cpu, seconds = time.process_time() - cpu, time.perf_counter() - started
     host = (cpu - clock.seconds) / lines

@@ -374,7 +374,7 @@ def model_rows(preset: str, trained, entries, peaks, device: str, sizes: Sizes, 
         if not budget.allows(need, f"{preset}, batch_tokens {batch_tokens} and after"):
             break
         started = time.monotonic()
-        features = {path: RNNFeature(trained, normaliser=path[0], dtype=path[1], batch_tokens=batch_tokens,
+        features = {path: RNNFeature(trained, normalizer=path[0], dtype=path[1], batch_tokens=batch_tokens,
                                      device=device) for path in PATHS}
         encoded = [features[PATHS[0]].encoder(chunk) for chunk in chunks]
         speeds: dict[tuple, list[float]] = {path: [] for path in PATHS}
@@ -426,7 +426,7 @@ def random_model(preset: str, entries):
 def model_section(report: Report, budget: Budget, device: str, entries, peaks, sizes: Sizes):
     """The model alone, by preset, path and batch_tokens; returns the paper preset's model (for end to end)."""
     report.section("Model only: pairs/s")
-    report.command(f"RNNFeature(score_speed.trained_model(preset, pairs), normaliser=..., dtype=..., "
+    report.command(f"RNNFeature(score_speed.trained_model(preset, pairs), normalizer=..., dtype=..., "
                    f"batch_tokens=..., device='{device}').compute(ids) over the first {len(entries):,} pairs in "
                    f"chunks of {sizes.chunk_lines:,}, encoded beforehand (the encoding: the next section), a "
                    f"{sizes.warmup_seconds:g}-s warm-up, {sizes.rounds} alternated round(s), median")
@@ -492,19 +492,19 @@ def waits_section(report: Report, budget: Budget, device: str, entries, sizes: S
     batch_tokens = min(sizes.batch_tokens)  # the smallest batches: the most of them per chunk
     chunks = chunks_of(entries, sizes.chunk_lines)
     if device == "cpu":
-        report.command(f"RNNFeature(load_encoder_decoder('{MODEL.relative_to(ROOT)}'), normaliser=..., dtype=..., "
+        report.command(f"RNNFeature(load_encoder_decoder('{MODEL.relative_to(ROOT)}'), normalizer=..., dtype=..., "
                        f"batch_tokens={batch_tokens}).values(chunk) under a TorchFunctionMode counting the tensor "
                        f"calls that read a value back (tolist, item, cpu, numpy, bool, int, float), chunks of "
                        f"{sizes.chunk_lines:,} pairs")
     else:
         report.command(f"torch.profiler (CPU + CUDA) around RNNFeature(load_encoder_decoder("
-                       f"'{MODEL.relative_to(ROOT)}'), device='{device}', normaliser=..., dtype=..., batch_tokens="
+                       f"'{MODEL.relative_to(ROOT)}'), device='{device}', normalizer=..., dtype=..., batch_tokens="
                        f"{batch_tokens}).values(chunk), chunks of {sizes.chunk_lines:,} pairs: "
                        f"{', '.join(WAITS)}; device-to-host copies; aten::_local_scalar_dense")
     trained = load_encoder_decoder(str(MODEL), map_location=device)
     rows = []
     for normaliser, dtype in PATHS:
-        feature = RNNFeature(trained, normaliser=normaliser, dtype=dtype, batch_tokens=batch_tokens, device=device)
+        feature = RNNFeature(trained, normalizer=normaliser, dtype=dtype, batch_tokens=batch_tokens, device=device)
         batches = [len(length_batches(feature.encoder(chunk).outputs.lengths + 1, batch_tokens)) for chunk in chunks]
         feature.values(chunks[0])  # warm-up: the device's first use
         size = sized(len(entries), sizes.pairs, "pairs") + f" in {len(chunks)} chunks"

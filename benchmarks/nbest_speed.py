@@ -22,8 +22,8 @@ from score_speed import TABLE, trained_model
 
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import first_entries
-from mosesrnn.pipeline.nbest import score_nbest
-from mosesrnn.pipeline.score import score_table
+from mosesrnn.pipeline.nbest import run_nbest_job
+from mosesrnn.pipeline.score import run_score_job
 
 SYSTEM = Path(__file__).resolve().parents[2] / "shared/data/tatoeba-moses-en-fr"
 
@@ -59,8 +59,8 @@ def main() -> None:
             out.writelines(line for _, line in zip(range(args.pairs), gzip.open(args.table, "rt", encoding="utf-8")))
         for preset in ("small", "paper"):
             feature = RNNFeature(trained_model(preset, entries))
-            hyps = score_nbest(nbest, source, os.path.join(directory, "out.nbest.gz"), [feature])
-            pairs = score_table(table, os.path.join(directory, "out.table.gz"), [feature])
+            hyps = run_nbest_job(nbest, source, os.path.join(directory, "out.nbest.gz"), [feature])
+            pairs = run_score_job(table, os.path.join(directory, "out.table.gz"), [feature])
             print(f"{preset}: nbest {hyps.lines_per_second:,.0f} hypotheses/s ({hyps.lines:,} hypotheses of "
                   f"{hyps.sentences} sentences); score {pairs.lines_per_second:,.0f} pairs/s ({pairs.lines:,} pairs)")
 

@@ -128,7 +128,7 @@ def main() -> None:
 
         def values(dtype: str, parts: tuple[str, ...] = (), bf16_gates: bool = False,
                    normaliser: str = normaliser) -> np.ndarray:
-            feature = RNNFeature(trained, dtype=dtype, device=args.device, normaliser=normaliser)
+            feature = RNNFeature(trained, dtype=dtype, device=args.device, normalizer=normaliser)
             with variant(feature.model, parts, bf16_gates):
                 return np.array(feature.values(entries))
 

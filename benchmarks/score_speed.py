@@ -138,7 +138,7 @@ def report_speed(label: str, trained: TrainedEncoderDecoder, entries, args) -> N
     print("|---|---|---|---|---|---|")
     for threads in (1, 2):
         torch.set_num_threads(threads)
-        features = {path: RNNFeature(trained, normaliser=path[0], dtype=path[1], batch_tokens=args.batch_tokens,
+        features = {path: RNNFeature(trained, normalizer=path[0], dtype=path[1], batch_tokens=args.batch_tokens,
                                      device="cpu") for path in paths}
         speeds: dict[tuple, list[float]] = {path: [] for path in paths}
         for round_number in range(args.rounds):
@@ -168,11 +168,11 @@ def report_accuracy(label: str, trained: TrainedEncoderDecoder, entries, args) -
     """Each path against the exact fp32 log p, and against its own normaliser in fp32 (the dtype's share)."""
     torch.set_num_threads(args.accuracy_threads)
     paths = parse_paths(args.paths)
-    values = {path: RNNFeature(trained, normaliser=path[0], dtype=path[1], batch_tokens=args.batch_tokens,
+    values = {path: RNNFeature(trained, normalizer=path[0], dtype=path[1], batch_tokens=args.batch_tokens,
                                device="cpu").values(entries) for path in set(paths) | {("exact", "fp32")}}
     for normaliser in {normaliser for normaliser, _ in paths}:
         if (normaliser, "fp32") not in values:
-            values[(normaliser, "fp32")] = RNNFeature(trained, normaliser=normaliser,
+            values[(normaliser, "fp32")] = RNNFeature(trained, normalizer=normaliser,
                                                       batch_tokens=args.batch_tokens).values(entries)
     exact = values[("exact", "fp32")]
     best = best_targets(entries, exact)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.formats.nplm import read_nplm_config, read_nplm_vocabularies
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.declared import declare_input
@@ -38,6 +39,12 @@ class BilingualLMLine:
     path: str
     weight: float
 
+    def message(self, shown: str) -> str:
+        """What ``moses-ini`` says it added to ``shown`` (the output's name)."""
+        return (f"{shown}: added BilingualNPLM {self.name} (order {self.order}, source window "
+                f"{self.source_window}) reading {self.path}, weight {self.weight!r}; Moses must be built "
+                f"--with-nplm, and the phrase table must hold word alignments")
+
 
 def bilingual_lm_feature(order: int, source_window: int, nplm_path: str, source_vocab: str, target_vocab: str,
                          name: str = BILINGUAL_LM_NAME) -> str:
@@ -50,21 +57,21 @@ def read_joint_export(nplm_path: str) -> tuple[int, int, str, str]:
     """``(order, source_window, source_vocab, target_vocab)`` of an exported joint model: its ``.json`` (the
     vocabulary paths beside the NPLM file), checked against the NPLM file's n-gram size.
 
-    Raises ValueError for an NPLM file without the files `mosesrnn bilm export` writes beside it."""
+    Raises MosesRNNError for an NPLM file without the files `mosesrnn bilm export` writes beside it."""
     companion = nplm_path + ".json"
     if not os.path.exists(companion):
-        raise ValueError(f"{nplm_path}: no {companion} beside it: BilingualNPLM needs the windows and vocabularies "
-                         f"that `mosesrnn bilm export` writes with the model (a CSLM goes in with --cslm)")
+        raise MosesRNNError(f"{nplm_path}: no {companion} beside it: BilingualNPLM needs the windows and vocabularies "
+                            f"that `mosesrnn bilm export` writes with the model (a CSLM goes in with --cslm)")
     facts = read_json(companion, "the record `mosesrnn bilm export` writes")
     if not (isinstance(facts, dict) and all(isinstance(facts.get(key), int) for key in ("order", "source_window"))
             and all(isinstance(facts.get(key), str) for key in ("source_vocab", "target_vocab"))):
-        raise ValueError(f"{companion}: not the record `mosesrnn bilm export` writes (no order, source_window, "
-                         f"source_vocab and target_vocab)")
+        raise MosesRNNError(f"{companion}: not the record `mosesrnn bilm export` writes (no order, source_window, "
+                            f"source_vocab and target_vocab)")
     order, window = facts["order"], facts["source_window"]
     ngram = read_nplm_config(nplm_path)["ngram_size"]
     if ngram != 2 * window + 1 + order:
-        raise ValueError(f"{nplm_path}: n-grams of {ngram} words, but {companion} gives order {order} and source "
-                         f"window {window} ({2 * window + 1 + order} words): the files are of different exports")
+        raise MosesRNNError(f"{nplm_path}: n-grams of {ngram} words, but {companion} gives order {order} and source "
+                            f"window {window} ({2 * window + 1 + order} words): the files are of different exports")
     folder = os.path.dirname(nplm_path)
     return order, window, os.path.join(folder, facts["source_vocab"]), os.path.join(folder, facts["target_vocab"])
 
@@ -84,7 +91,7 @@ def with_bilingual_lm(text: str, ini: str, nplm_path: str, weight: float, absolu
 
 
 def check_vocabularies(nplm_path: str, source_vocab: str, target_vocab: str) -> None:
-    """Raise ValueError naming the file unless ``target_vocab`` holds the NPLM file's output words and
+    """Raise MosesRNNError naming the file unless ``target_vocab`` holds the NPLM file's output words and
     ``source_vocab`` its input words after those, line for line.
 
     BilingualNPLM reads the two files through an unchecked stream and numbers the words by their lines, so a
@@ -93,13 +100,13 @@ def check_vocabularies(nplm_path: str, source_vocab: str, target_vocab: str) -> 
     expected = {"target": (target_vocab, outputs), "source": (source_vocab, inputs[len(outputs):])}
     for side, (path, words) in expected.items():
         if not os.path.isfile(path):
-            raise ValueError(f"{path}: no such file: BilingualNPLM reads the {side} words of {nplm_path} from it "
-                             f"(`mosesrnn bilm export` writes it beside the model)")
+            raise MosesRNNError(f"{path}: no such file: BilingualNPLM reads the {side} words of {nplm_path} from it "
+                                f"(`mosesrnn bilm export` writes it beside the model)")
         declare_input(path)  # the export's .json may name a file beside the model other than its companions
         found = read_lines(path)
         if found != words:
             other = "source" if side == "target" else "target"
             hint = (f"it holds the {other} words: are the two files swapped?" if found == expected[other][1]
                     else "from another export?")
-            raise ValueError(f"{path}: not the {len(words)} {side} words of {nplm_path} ({hint}); BilingualNPLM "
-                             f"would score with wrong word ids: export the model again")
+            raise MosesRNNError(f"{path}: not the {len(words)} {side} words of {nplm_path} ({hint}); BilingualNPLM "
+                                f"would score with wrong word ids: export the model again")

@@ -28,6 +28,7 @@ import os
 import shutil
 from dataclasses import dataclass
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.formats.phrase_table import PhraseEntry, PhraseTableError, format_line, read_entries
 from mosesrnn.io.compressed import atomic_output
 
@@ -143,8 +144,8 @@ def _check_fields(first: PhraseEntry, table: str) -> None:
 
 def _check_rankscore(rankscore: int, num_scores: int, table: str) -> None:
     if not 0 <= rankscore < num_scores:
-        raise ValueError(f"--rankscore {rankscore} is not a score of {table}: it has {num_scores} "
-                         f"(indices 0-{num_scores - 1})")
+        raise MosesRNNError(f"--rankscore {rankscore} is not a score of {table}: it has {num_scores} "
+                            f"(indices 0-{num_scores - 1})")
 
 
 def _signature(path: str) -> tuple | None:
@@ -197,9 +198,9 @@ def binarize_table(table: str, fmt: str = "compact", output: str | None = None, 
     is binarized with ``-encoding None``. A failed run removes its partial output.
     """
     if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        raise MosesRNNError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if threads < 1:
-        raise ValueError(f"threads must be at least 1, got {threads}")
+        raise MosesRNNError(f"threads must be at least 1, got {threads}")
     first = _first_entry(table)
     num_scores = len(first.scores)
     rankscore = default_rankscore(num_scores) if rankscore is None else rankscore

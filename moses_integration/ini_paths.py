@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.formats.moses_ini import IniLine, parse_ini, replace_tokens, split_comment
 
 __all__ = ["FILE_KEYS", "LEGACY_PATH_FIELDS", "IniPath", "PathChange", "file_paths", "is_relative", "check_no_space",
@@ -69,14 +70,14 @@ def is_relative(path: str) -> bool:
 
 
 def check_no_space(path: str) -> str:
-    """Return ``path``; raise ValueError if it holds whitespace, which no moses.ini can name.
+    """Return ``path``; raise MosesRNNError if it holds whitespace, which no moses.ini can name.
 
     Moses splits a ``[feature]`` line at whitespace, so ``path=/a b/t.gz`` reaches it as
     ``path=/a`` and ``b/t.gz`` and stops ("Incorrect format for feature function arg").
     """
     if any(character.isspace() for character in path):
-        raise ValueError(f"{path!r} holds a space, and Moses splits moses.ini lines at spaces (it stops with "
-                         "'Incorrect format for feature function arg'): move or link it to a path without one")
+        raise MosesRNNError(f"{path!r} holds a space, and Moses splits moses.ini lines at spaces (it stops with "
+                            "'Incorrect format for feature function arg'): move or link it to a path without one")
     return path
 
 

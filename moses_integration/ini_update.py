@@ -21,7 +21,7 @@ import dataclasses
 import os
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from mosesrnn.formats.moses_ini import (
     IniLine,
@@ -38,11 +38,10 @@ from mosesrnn.formats.moses_ini import (
 )
 from mosesrnn.formats.phrase_table import count_scores
 from mosesrnn.io.compressed import atomic_output
+from mosesrnn.models import DECODER_FEATURES, resolve
 
-from .bilingual_lm import BilingualLMLine, with_bilingual_lm
 from .binarize import BINARY_FORMATS, moses_table_path
 from .ini_paths import PathChange, absolute_paths, check_no_space
-from .neural_lm import NeuralLMLine, with_neural_lm
 from .new_columns import new_column_weights, scored_columns
 
 __all__ = ["IniUpdate", "IniRewrite", "rewrite_ini", "updated_ini", "update_moses_ini"]
@@ -219,7 +218,7 @@ def updated_ini(ini_path: str, table: str, add: int | None = None, features: Seq
     A table whose columns the ini counts already (a tuned ini pointed at a pruned copy of its
     table) only gets the new path. Refuses a table whose first line does not have exactly the new
     num-features scores. Raises
-    ValueError (its subclass :class:`~mosesrnn.formats.moses_ini.MosesIniError` for the files),
+    MosesRNNError (its subclass :class:`~mosesrnn.formats.moses_ini.MosesIniError` for the files),
     PhraseTableError and OSError.
     """
     implicit = add is None and features is None and weights is None  # the columns are the sidecar's
@@ -258,16 +257,16 @@ def _reads_already(ini_path: str, previous: str | None, table: str) -> bool:
 @dataclass(frozen=True)
 class IniRewrite:
     """What :func:`update_moses_ini` wrote: the new text, the phrase table's change (None without a
-    ``table``, the path as given), the paths made absolute against ``base`` (None: none were), the NeuralLM
-    feature added (None without one)."""
+    ``table``, the path as given), the paths made absolute against ``base`` (None: none were), the
+    decoder features added (a NeuralLM, a BilingualNPLM: each what its row's
+    :attr:`~mosesrnn.models.DecoderFeature.adds` returned), the table."""
 
     text: str
     update: IniUpdate | None
     path_changes: tuple[PathChange, ...]
-    neural_lm: NeuralLMLine | None
     base: str | None
     table: str | None = None
-    bilingual_lm: BilingualLMLine | None = None
+    decoder_features: tuple = ()
 
     def messages(self, output: str) -> list[str]:
         """What the rewrite did to ``output`` (``-``: stdout), line by line, with its warnings."""
@@ -282,15 +281,7 @@ class IniRewrite:
                 lines.append(f"warning: path={update.table_path} is relative: Moses resolves it against the folder "
                              f"it runs in, and mert-moses.pl decodes inside its working directory, where it breaks; "
                              f"give an absolute --table ($PWD/{update.table_path}) or --absolute-paths")
-        if self.neural_lm is not None:
-            line = self.neural_lm
-            lines.append(f"{shown}: added NeuralLM {line.name} (order {line.order}) reading {line.path}, weight "
-                         f"{line.weight!r}; Moses must be built --with-nplm")
-        if self.bilingual_lm is not None:
-            joint = self.bilingual_lm
-            lines.append(f"{shown}: added BilingualNPLM {joint.name} (order {joint.order}, source window "
-                         f"{joint.source_window}) reading {joint.path}, weight {joint.weight!r}; Moses must be built "
-                         f"--with-nplm, and the phrase table must hold word alignments")
+        lines += [added.message(shown) for added in self.decoder_features]
         if self.base is not None:
             lines += _path_change_messages(shown, self.path_changes, self.base)
         if update is not None and update.type in BINARY_FORMATS:
@@ -312,18 +303,18 @@ def _path_change_messages(shown: str, changes: Sequence[PathChange], base: str) 
 def update_moses_ini(ini_path: str, table: str | None, output: str, add: int | None = None,
                      features: Sequence[str] | None = None, weights: Sequence[float] | None = None,
                      feature: str | None = None, binary: str | None = None, absolute_to: str | None = None,
-                     cslm: str | None = None, cslm_weight: float = 0.1, bilm: str | None = None,
-                     bilm_weight: float = 0.1) -> IniRewrite:
+                     decoder: Mapping[str, tuple[str, float]] | None = None) -> IniRewrite:
     """Write ``output`` (``-``: stdout), whole or not at all: ``ini_path`` rewritten, and say how.
 
     Given ``table``: :func:`updated_ini` of the arguments (the phrase table pointed at it, its new
     columns' weights, and with ``absolute_to`` every path absolute). Without one, and given
     ``absolute_to``: only every relative path made absolute against that directory
-    (:func:`~moses_integration.ini_paths.absolute_paths`). Given ``cslm`` (an NPLM file): a NeuralLM
-    feature reading it, with weight ``cslm_weight`` (:func:`~moses_integration.neural_lm.with_neural_lm`;
-    its path absolute too with ``absolute_to``). Given ``bilm`` (an exported joint model): a BilingualNPLM
-    feature reading it and its vocabularies, with weight ``bilm_weight``
-    (:func:`~moses_integration.bilingual_lm.with_bilingual_lm`). Raises what :func:`updated_ini` raises.
+    (:func:`~moses_integration.ini_paths.absolute_paths`). Given ``decoder``, ``{name: (NPLM file, weight)}`` by
+    the names of :data:`~mosesrnn.models.DECODER_FEATURES` (``cslm``, ``bilm``): each family's feature inside
+    the decoder, added in the registry's order by its row's ``adds`` (``cslm``: a NeuralLM,
+    :func:`~moses_integration.neural_lm.with_neural_lm`; ``bilm``: a BilingualNPLM reading the exported joint
+    model and its vocabularies, :func:`~moses_integration.bilingual_lm.with_bilingual_lm`), its paths absolute
+    too with ``absolute_to``. Raises what :func:`updated_ini` raises.
     """
     update, changes = None, ()
     if table is not None:
@@ -333,12 +324,12 @@ def update_moses_ini(ini_path: str, table: str | None, output: str, add: int | N
         text = read_ini_text(ini_path)
         if absolute_to is not None:
             text, changes = absolute_paths(text, absolute_to)
-    line = None
-    if cslm is not None:
-        text, line = with_neural_lm(text, ini_path, cslm, cslm_weight, absolute_to is not None)
-    joint = None
-    if bilm is not None:
-        text, joint = with_bilingual_lm(text, ini_path, bilm, bilm_weight, absolute_to is not None)
+    added = []
+    for name, feature in DECODER_FEATURES.items():
+        if decoder and name in decoder:
+            path, weight = decoder[name]
+            text, line = resolve(feature.adds)(text, ini_path, path, weight, absolute_to is not None)
+            added.append(line)
     with atomic_output(output) as stream:
         stream.write(text.encode("utf-8"))
-    return IniRewrite(text, update, tuple(changes), line, absolute_to, table, joint)
+    return IniRewrite(text, update, tuple(changes), absolute_to, table, tuple(added))

@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.formats.moses_ini import parse_ini, read_ini_text
 from mosesrnn.io.atomic import atomic_file, log_file, program_output
 from mosesrnn.io.compressed import read_bytes
@@ -41,7 +42,7 @@ MERTDIR_PROGRAMS = ("extractor", "mert", "kbmira", "pro", "evaluator")
 FINISHED_STEP = "finished_step.txt"
 
 
-class MertSetupError(ValueError):
+class MertSetupError(MosesRNNError):
     """The tuning cannot start: missing programs or files, or a working directory in use."""
 
 

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.formats.moses_ini import MosesIniError, read_ini_text, read_weights, replace_weights
 from mosesrnn.io.compressed import atomic_output, read_bytes
 from mosesrnn.tuning.bleu import file_bleu
@@ -82,8 +83,8 @@ def tuning_dirs(work_dir: str) -> list[str]:
     (``run1``, ``run2``, ``baseline-run1``... as ``mosesrnn tune`` makes them)."""
     found = _found_tunings(work_dir)
     if not found:
-        raise ValueError(f"{work_dir}: no run*.moses.ini here or in its subfolders: not a mert-moses.pl "
-                         "working directory, or it stopped before its first iteration")
+        raise MosesRNNError(f"{work_dir}: no run*.moses.ini here or in its subfolders: not a mert-moses.pl "
+                            "working directory, or it stopped before its first iteration")
     return found
 
 
@@ -130,12 +131,12 @@ def choose_iteration(tuning: Tuning, which: str) -> Iteration:
             scored = [it for it in tuning.iterations if getattr(it, attribute) is not None]
             if scored:
                 return max(scored, key=lambda it: (getattr(it, attribute), -it.number))
-        raise ValueError(f"{tuning.path}: no dev BLEU known (no run*.mert.log with a score; give the dev "
-                         "reference with --dev-ref), so no best iteration: name one")
+        raise MosesRNNError(f"{tuning.path}: no dev BLEU known (no run*.mert.log with a score; give the dev "
+                            "reference with --dev-ref), so no best iteration: name one")
     numbers = {it.number: it for it in tuning.iterations}
     if not which.isdigit() or int(which) not in numbers:
-        raise ValueError(f"{tuning.path}: no iteration {which!r}; choose best, last or one of "
-                         f"{', '.join(map(str, numbers))}")
+        raise MosesRNNError(f"{tuning.path}: no iteration {which!r}; choose best, last or one of "
+                            f"{', '.join(map(str, numbers))}")
     return numbers[int(which)]
 
 
@@ -204,7 +205,7 @@ def report_work_dir(work_dir: str, show: Callable[[str], None], dev_ref: str | N
     stage compared with that one instead of the baseline); then every tuning's iterations
     (:func:`format_tuning`, with ``dev_ref`` the BLEU of each decoded dev set). Given ``which`` (a number,
     ``best`` or ``last``), writes ``output``: ``full_ini`` with that iteration's weights
-    (:func:`apply_iteration`), and returns the iteration. Raises ValueError for a folder of several
+    (:func:`apply_iteration`), and returns the iteration. Raises MosesRNNError for a folder of several
     tunings with ``which``, and ``against`` without a tune report or naming no stage of it.
     """
     report = os.path.join(work_dir, REPORT_JSON)
@@ -214,12 +215,12 @@ def report_work_dir(work_dir: str, show: Callable[[str], None], dev_ref: str | N
             route = compare_with(route, against, tokenize)
         show(markdown(route, against or "baseline"))
     elif against is not None:
-        raise ValueError(f"--against compares the stages of a `mosesrnn tune` report: {report} is missing")
+        raise MosesRNNError(f"--against compares the stages of a `mosesrnn tune` report: {report} is missing")
     if os.path.isfile(report) and which is None and not _found_tunings(work_dir):
         return None  # a published report (docs/results/NAME): its runs stayed where the tuning ran
     tunings = [read_tuning(directory, dev_ref, tokenize) for directory in tuning_dirs(work_dir)]
     if which is not None and len(tunings) > 1:
-        raise ValueError(f"{work_dir} holds {len(tunings)} tunings: --apply to one of them, e.g. {tunings[0].path}")
+        raise MosesRNNError(f"{work_dir} holds {len(tunings)} tunings: --apply to one of them, e.g. {tunings[0].path}")
     show("\n\n".join(format_tuning(tuning) for tuning in tunings))
     if which is None:
         return None

@@ -31,11 +31,16 @@ class NeuralLMLine:
     path: str
     weight: float
 
+    def message(self, shown: str) -> str:
+        """What ``moses-ini`` says it added to ``shown`` (the output's name)."""
+        return (f"{shown}: added NeuralLM {self.name} (order {self.order}) reading {self.path}, weight "
+                f"{self.weight!r}; Moses must be built --with-nplm")
+
 
 def nplm_order(path: str) -> int:
     """The n-gram order of an NPLM model file (its ``\\config`` section's ``ngram_size``).
 
-    Raises ValueError for a file that is not an NPLM text file."""
+    Raises MosesRNNError for a file that is not an NPLM text file."""
     return read_nplm_config(path)["ngram_size"]
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.features.registry import FEATURES, default_features
 from mosesrnn.formats.sidecar import read_table_sidecar
 
@@ -40,26 +41,26 @@ def new_column_weights(add: int | None = None, features: Sequence[str] | None = 
 
     ``weights`` wins when given; otherwise each name in ``features`` (default ``rnn, unk``) takes
     its :data:`DEFAULT_WEIGHTS` entry. ``add``, ``features`` and ``weights`` must agree on the
-    number of columns. Raises ValueError otherwise.
+    number of columns. Raises MosesRNNError otherwise.
     """
     if weights is not None:
         chosen = tuple(float(w) for w in weights)
         if any(not math.isfinite(w) for w in chosen):
-            raise ValueError(f"weights must be finite numbers, got {list(weights)}")
+            raise MosesRNNError(f"weights must be finite numbers, got {list(weights)}")
         if features is not None and len(features) != len(chosen):
-            raise ValueError(f"--features names {len(features)} columns but --weights gives {len(chosen)}")
+            raise MosesRNNError(f"--features names {len(features)} columns but --weights gives {len(chosen)}")
     else:
         names = tuple(features) if features is not None else DEFAULT_FEATURES
         unknown = [name for name in names if name not in DEFAULT_WEIGHTS]
         if unknown:
-            raise ValueError(f"no default weight for column(s) {', '.join(unknown)} "
-                             f"(defaults exist for {', '.join(DEFAULT_WEIGHTS)}): give --weights")
+            raise MosesRNNError(f"no default weight for column(s) {', '.join(unknown)} "
+                                f"(defaults exist for {', '.join(DEFAULT_WEIGHTS)}): give --weights")
         chosen = tuple(DEFAULT_WEIGHTS[name] for name in names)
         if add is not None and add != len(chosen):
-            raise ValueError(f"--add {add}, but the appended columns are {','.join(names)} ({len(chosen)}): "
-                             f"name the {add} column(s) with --features or give --weights")
+            raise MosesRNNError(f"--add {add}, but the appended columns are {','.join(names)} ({len(chosen)}): "
+                                f"name the {add} column(s) with --features or give --weights")
     if add is not None and add != len(chosen):
-        raise ValueError(f"--add {add}, but {len(chosen)} weights were given")
+        raise MosesRNNError(f"--add {add}, but {len(chosen)} weights were given")
     if not chosen:
-        raise ValueError("no columns to add")
+        raise MosesRNNError("no columns to add")
     return chosen

@@ -15,6 +15,8 @@ import signal
 import subprocess
 from typing import IO, Sequence
 
+from mosesrnn.errors import MosesRNNError
+
 __all__ = ["MosesToolError", "find_program", "searched_places", "missing_program_error", "format_command",
            "describe_exit", "run_command"]
 
@@ -24,8 +26,9 @@ INSTALL_HINT = (
     "--moses-bin /path/to/mosesdecoder/bin or set MOSES_BIN.")
 
 
-class MosesToolError(RuntimeError):
-    """A Moses program is missing or failed; the message says what to install, set or read."""
+class MosesToolError(MosesRNNError, RuntimeError):
+    """A Moses program is missing or failed; the message says what to install, set or read (a user's error,
+    and a RuntimeError as before)."""
 
 
 def _candidate_dirs(directory: str | None, env_var: str | None, option: str) -> list[tuple[str, str]]:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .errors import MosesRNNError
 from .version import __version__
 
-__all__ = ["__version__", "load", "Model", "FeatureOptions", "score_table", "score_nbest", "prune_table"]
+__all__ = ["__version__", "load", "Model", "FeatureOptions", "score_table", "score_nbest", "prune_table",
+           "MosesRNNError"]
 
 if TYPE_CHECKING:
     from .api import FeatureOptions, Model, load, prune_table, score_nbest, score_table

@@ -4,13 +4,17 @@ A row (:class:`ModelKind`) is what the rest of mosesrnn knows of a model family:
 record and the words that name it, the function that loads one (``module:function``, imported when a model
 is loaded), what else may refuse a file of the kind for an option, whether its features read each
 hypothesis' word alignment, and the options that name its files (:class:`ModelOption`): a field of
-:class:`~mosesrnn.features.options.FeatureOptions`, its flags, the n-best features that read it and its help.
+:class:`~mosesrnn.features.options.FeatureOptions`, its flags, the n-best features that read it and its help;
+and, for a family that goes inside Moses' decoder, the feature ``moses-ini`` adds (:class:`DecoderFeature`).
 
-From the rows come the kinds the input/output floor names (:data:`MODEL_KINDS`), the model fields of
-``FeatureOptions`` and the roles their files are declared with, the loading
+From the rows come the kinds the input/output floor names (:data:`MODEL_KINDS`), the roles the files of
+``FeatureOptions``' model fields are declared with (the fields themselves are written out there, one an
+option, in the rows' order: ``tests/test_features.py`` keeps the two equal), the loading
 (:class:`~mosesrnn.features.selection.LoadedModels`), the kinds ``tune`` checks before it starts
 (:mod:`moses_integration.route.checks`), and the model options of ``score``, ``nbest`` and ``tune``
-(:func:`mosesrnn.cli.features.model_options`): a new family is its folder and one row here.
+(:func:`mosesrnn.cli.features.model_options`), and of the families inside the decoder (:data:`DECODER_FEATURES`)
+``moses-ini``'s options, what :func:`~moses_integration.ini_update.update_moses_ini` adds and the tuning
+report's labels: a new family is its folder, one row here and its fields of ``FeatureOptions``.
 
 Plain data that imports nothing of mosesrnn, on the lowest floor, so that every floor reads it (sacrebleu's ``METRICS``
 table, with CTranslate2's loaders by name).
@@ -20,8 +24,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-__all__ = ["ENCODER_DECODER", "CSLM", "JOINT", "ModelOption", "ModelKind", "MODELS", "MODEL_KINDS", "MODEL_OPTIONS",
-           "FEATURE_MODELS", "kind_of"]
+__all__ = ["ENCODER_DECODER", "CSLM", "JOINT", "ModelOption", "DecoderFeature", "ModelKind", "MODELS", "MODEL_KINDS",
+           "MODEL_OPTIONS", "DECODER_FEATURES", "FEATURE_MODELS", "kind_of", "resolve"]
 
 #: The kinds of model file (the ``kind`` a model file records).
 ENCODER_DECODER, CSLM, JOINT = "encoder-decoder", "cslm", "bilm"
@@ -54,6 +58,35 @@ class ModelOption:
 
 
 @dataclass(frozen=True)
+class DecoderFeature:
+    """How a family's model goes inside Moses' decoder, as an NPLM feature that ``moses-ini`` adds.
+
+    Attributes:
+        name: its options of ``moses-ini`` (``--cslm`` and ``--cslm-weight``) and the label of its weight in the
+            tuning report (``cslm``).
+        moses_feature: the Moses feature it adds (``NeuralLM``, ``BilingualNPLM``); its weights are those of the
+            features whose name starts so.
+        adds: ``module:function(text, ini, path, weight, absolute) -> (text, line)``: the moses.ini ``text``
+            (read from ``ini``) with the feature reading the NPLM file ``path`` (``absolute``: its paths made
+            absolute), and what was added, whose ``message(shown)`` says so (a module of
+            ``moses_integration``, imported when it is called).
+        help: the help of its ``moses-ini`` option.
+        companions: the files its export writes beside the NPLM file (suffixes), read with it.
+    """
+
+    name: str
+    moses_feature: str
+    adds: str
+    help: str
+    companions: tuple[str, ...] = ()
+
+    @property
+    def weight_help(self) -> str:
+        """The help of its weight option."""
+        return f"The {self.moses_feature} feature's initial weight (tune it with `mosesrnn tune`)."
+
+
+@dataclass(frozen=True)
 class ModelKind:
     """A kind of model file and the options that name one (see the module docstring).
 
@@ -66,6 +99,8 @@ class ModelKind:
             option (a joint model of another orientation than its option's), or None; checked before ``tune``
             starts. None: a file of the kind fits every option of it.
         reads_alignments: its features read each hypothesis' word alignment (the n-best lists must hold it).
+        decoder: how its model goes inside Moses' decoder (:class:`DecoderFeature`), or None: only as columns
+            or n-best features.
     """
 
     kind: str
@@ -74,18 +109,38 @@ class ModelKind:
     options: tuple[ModelOption, ...]
     check: str | None = None
     reads_alignments: bool = False
+    decoder: DecoderFeature | None = None
 
     def load(self, path: str):
-        """The model file ``path`` of this kind, as its loader reads it (its module imported now)."""
-        return _function(self.loader)(path)
+        """Read a model file of this kind with its loader (its module imported now).
+
+        Args:
+            path: the model file.
+
+        Returns:
+            What the loader returns: the family's ``Trained<Family>`` object.
+
+        Raises:
+            ModelFileError: ``path`` is not a model file of this kind, saying why (a
+                :class:`~mosesrnn.errors.MosesRNNError`).
+        """
+        return resolve(self.loader)(path)
 
     def refusal(self, path: str, option: str) -> str | None:
-        """One line refusing the file ``path`` of this kind for the option ``option`` (:attr:`check`), or None."""
-        return _function(self.check)(path, option) if self.check else None
+        """Whether a file of this kind fits an option of it (:attr:`check`).
+
+        Args:
+            path: the model file.
+            option: the option that names it (a FeatureOptions field: ``bilm_t2s``).
+
+        Returns:
+            One line refusing the file for the option (a joint model of another orientation), or None.
+        """
+        return resolve(self.check)(path, option) if self.check else None
 
 
-def _function(target: str):
-    """The function a ``module:function`` string names, its module imported."""
+def resolve(target: str):
+    """The object a ``module:name`` string of the registry names, its module imported now."""
     module, name = target.split(":")
     return getattr(importlib.import_module(module), name)
 
@@ -109,7 +164,11 @@ MODELS: dict[str, ModelKind] = {row.kind: row for row in (
                   ModelOption("lm", ("--lm",), ("cslm",),
                               "A CSLM file from `mosesrnn lm train`, for the cslm feature (the hypothesis' "
                               "log-probability under a neural target language model).",
-                              "A CSLM file (`mosesrnn lm train`) for the cslm rescoring feature.", "CSLM"),)),
+                              "A CSLM file (`mosesrnn lm train`) for the cslm rescoring feature.", "CSLM"),),
+              decoder=DecoderFeature(
+                  "cslm", "NeuralLM", "moses_integration.neural_lm:with_neural_lm",
+                  "Add the CSLM inside the decoder: a NeuralLM feature (Moses built --with-nplm) reading this NPLM "
+                  "file from `mosesrnn lm export`, its order read from the file, and its weight.")),
     ModelKind(JOINT, "a joint model (source and target, for Moses' BilingualNPLM, from `mosesrnn bilm train`)",
               "mosesrnn.bilm.model_file:load_joint", (
                   ModelOption("bilm", ("--bilm",), ("bilm",),
@@ -129,18 +188,37 @@ MODELS: dict[str, ModelKind] = {row.kind: row for row in (
                               "A joint model file from `mosesrnn bilm train`, trained target-to-source, right-to-left "
                               "(`bilm train --direction target-to-source --right-to-left`), for the bilm-t2s-r2l "
                               f"feature ({_JOINT_OTHER}).")),
-              check="mosesrnn.bilm.model_file:orientation_refusal", reads_alignments=True),
+              check="mosesrnn.bilm.model_file:orientation_refusal", reads_alignments=True,
+              decoder=DecoderFeature(
+                  "bilm", "BilingualNPLM", "moses_integration.bilingual_lm:with_bilingual_lm",
+                  "Add the joint model inside the decoder: a BilingualNPLM feature (Moses built --with-nplm) reading "
+                  "this file from `mosesrnn bilm export`, its windows and vocabularies from the files beside it.",
+                  companions=(".target", ".source", ".json"))),
 )}
 
 #: What the files of each kind hold, in words (for messages naming a file's kind).
 MODEL_KINDS: dict[str, str] = {kind: row.holds for kind, row in MODELS.items()}
 #: Every model option by its name (the FeatureOptions field), in the rows' order.
 MODEL_OPTIONS: dict[str, ModelOption] = {option.name: option for row in MODELS.values() for option in row.options}
+#: The families that go inside Moses' decoder, by their DecoderFeature's name (``cslm``, ``bilm``), in the rows' order.
+DECODER_FEATURES: dict[str, DecoderFeature] = {row.decoder.name: row.decoder for row in MODELS.values()
+                                               if row.decoder is not None}
 #: The model option each feature reads (features that read none, like unk, are not here).
 FEATURE_MODELS: dict[str, str] = {feature: option.name for option in MODEL_OPTIONS.values()
                                   for feature in option.features}
 
 
 def kind_of(option: str) -> ModelKind:
-    """The row of the kind of model file the option ``option`` (a FeatureOptions field) names."""
+    """The row of the kind of model file an option names.
+
+    Args:
+        option: a model option's name, a FeatureOptions field (``model``, ``lm``, ``bilm_t2s``...).
+
+    Returns:
+        Its :class:`ModelKind`.
+
+    Raises:
+        StopIteration: ``option`` is no model option (a programmer's mistake: the names come from
+            :data:`MODEL_OPTIONS`).
+    """
     return next(row for row in MODELS.values() if any(o.name == option for o in row.options))

@@ -24,7 +24,7 @@ from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.nbest import parse_line
 from mosesrnn.formats.phrase_table import read_entries
-from mosesrnn.pipeline.nbest import score_nbest
+from mosesrnn.pipeline.nbest import run_nbest_job
 
 torch.set_num_threads(1)
 
@@ -180,7 +180,7 @@ def test_rnn_feature_scores_a_phrase_table_as_the_model_does(trained):
 def test_rnn_feature_scores_an_nbest_list(trained, tmp_path):
     nbest, sources = DATA / "nbest" / "tatoeba.dev30.untuned.100best.gz", DATA / "nbest" / "tatoeba.dev30.tok.en"
     out = tmp_path / "scored.gz"
-    summary = score_nbest(str(nbest), str(sources), str(out), [RNNFeature(trained)])
+    summary = run_nbest_job(str(nbest), str(sources), str(out), [RNNFeature(trained)])
     assert summary.sentences == 30
     import gzip
     lines = gzip.open(out, "rt", encoding="utf-8").read().splitlines()

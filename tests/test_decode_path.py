@@ -49,7 +49,7 @@ class HostReads(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-@pytest.mark.parametrize("options", [{}, {"normaliser": "skip"}, {"length_normalize": True}],
+@pytest.mark.parametrize("options", [{}, {"normalizer": "skip"}, {"length_normalize": True}],
                          ids=["exact", "skip", "length-normalised"])
 def test_a_chunk_reads_the_device_back_once_whatever_its_batches(trained, entries, options):
     feature = RNNFeature(trained, batch_tokens=256, **options)  # small batches: dozens per chunk

@@ -1,5 +1,7 @@
 """Feature values as Moses will read them: max(ln(x), -100)."""
+import inspect
 import math
+from pathlib import Path
 
 import pytest
 
@@ -113,3 +115,18 @@ def test_a_setting_no_computed_column_takes_is_refused(tmp_path, option, given):
         select_features(FeatureOptions(features="unk", model=model, **given))
     taken = FeatureOptions(features="rnn,unk", model=model, length_normalize=True)
     assert [feature.spec.name for feature in select_features(taken)] == ["rnn", "unk"]
+
+
+def test_feature_options_model_fields_are_the_model_registrys_options():
+    """FeatureOptions is written out (go-to-definition, rename and type checkers see it): its model fields, after
+    ``features`` and before ``vocab``, are MODEL_OPTIONS' names in the registry's order, each None by default."""
+    import dataclasses
+
+    from mosesrnn.features.options import FeatureOptions
+    from mosesrnn.models import MODEL_OPTIONS
+    names = [field.name for field in dataclasses.fields(FeatureOptions)]
+    model_fields = names[names.index("features") + 1:names.index("vocab")]
+    assert model_fields == list(MODEL_OPTIONS)
+    assert all(FeatureOptions.__dataclass_fields__[name].default is None for name in model_fields)
+    assert "make_dataclass" not in Path(inspect.getsourcefile(FeatureOptions)).read_text(encoding="utf-8")
+    assert inspect.getsource(FeatureOptions).startswith("@dataclass(frozen=True)\nclass FeatureOptions:")

@@ -71,12 +71,12 @@ def _tables(folder: Path) -> dict[str, str]:
 def _refusals(paths: dict[str, str], out: Path) -> list[BaseException]:
     """Run each refusal path once; return the errors, whose frames hold what the paths left."""
     from mosesrnn.formats.phrase_table import count_scores
-    from mosesrnn.pipeline.prune import Ranking, Selection, prune_table
+    from mosesrnn.pipeline.prune import Ranking, Selection, run_prune_job
     from mosesrnn.text.vocab import Vocabulary
     from mosesrnn.tuning.rerank import rerank
 
     def prune(table: str, reordering: str) -> None:
-        prune_table(table, str(out / "pt.gz"), Ranking("column 2", column=2), Selection(top=1),
+        run_prune_job(table, str(out / "pt.gz"), Ranking("column 2", column=2), Selection(top=1),
                     reordering=reordering, reordering_output=str(out / "ro.gz"))
 
     attempts = [lambda: prune(paths["pt.gz"], paths["ro-other.gz"]),

@@ -11,7 +11,7 @@ from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.features.unk import UnknownWordFeature
 from mosesrnn.formats.nbest import NbestError, parse_line
-from mosesrnn.pipeline.nbest import NbestPair, score_nbest
+from mosesrnn.pipeline.nbest import NbestPair, run_nbest_job
 
 NBEST = DATA / "nbest"
 TATOEBA = NBEST / "tatoeba.dev30.untuned.100best.gz"
@@ -32,7 +32,7 @@ def read_lines(path):
 def test_values_are_appended_raw_and_nothing_else_changes(trained, tmp_path):
     features = [RNNFeature(trained), UnknownWordFeature(trained.vocabularies, "target")]
     out = tmp_path / "scored.gz"
-    summary = score_nbest(str(TATOEBA), str(SOURCE), str(out), features, chunk_lines=700)
+    summary = run_nbest_job(str(TATOEBA), str(SOURCE), str(out), features, chunk_lines=700)
     before, after = read_lines(TATOEBA), read_lines(out)
     assert summary.lines == len(before) == len(after) and summary.sentences == 30
     sources = SOURCE.read_text(encoding="utf-8").splitlines()
@@ -52,7 +52,7 @@ def test_the_hypotheses_of_a_sentence_share_one_encoding(trained, tmp_path, monk
     encoded = []
     original = trained.model.source_context
     monkeypatch.setattr(trained.model, "source_context", lambda src, n: encoded.append(len(src)) or original(src, n))
-    score_nbest(str(TATOEBA), str(SOURCE), str(tmp_path / "o.gz"), [RNNFeature(trained)])
+    run_nbest_job(str(TATOEBA), str(SOURCE), str(tmp_path / "o.gz"), [RNNFeature(trained)])
     distinct_sources = len(set(SOURCE.read_text(encoding="utf-8").splitlines()))
     assert sum(encoded) == distinct_sources  # one chunk holds all 30 sentences
 
@@ -60,7 +60,7 @@ def test_the_hypotheses_of_a_sentence_share_one_encoding(trained, tmp_path, monk
 def test_old_format_lists_keep_their_labels(trained, tmp_path):
     # The regression list's French sources are not shipped; its references stand in (the format is tested).
     out = tmp_path / "old.txt"
-    score_nbest(str(NBEST / "mert.nbest.1.gz"), str(NBEST / "mert.reference.en"), str(out),
+    run_nbest_job(str(NBEST / "mert.nbest.1.gz"), str(NBEST / "mert.reference.en"), str(out),
                 [UnknownWordFeature(trained.vocabularies, "target")])
     for old, new in zip(read_lines(NBEST / "mert.nbest.1.gz"), read_lines(out)):
         entry = parse_line(new + "\n")
@@ -103,8 +103,8 @@ def test_bad_input_names_file_and_line_and_leaves_no_output(trained, tmp_path, c
 def test_scores_of_a_sentence_do_not_depend_on_chunking(trained, tmp_path):
     features = [RNNFeature(trained, batch_tokens=64)]
     one, many = tmp_path / "one.gz", tmp_path / "many.gz"
-    score_nbest(str(TATOEBA), str(SOURCE), str(one), features, chunk_lines=100000)
-    score_nbest(str(TATOEBA), str(SOURCE), str(many), features, chunk_lines=37)
+    run_nbest_job(str(TATOEBA), str(SOURCE), str(one), features, chunk_lines=100000)
+    run_nbest_job(str(TATOEBA), str(SOURCE), str(many), features, chunk_lines=37)
     for a, b in zip(read_lines(one), read_lines(many)):
         assert float(a.split("RNN0=")[1].split()[0]) == pytest.approx(float(b.split("RNN0=")[1].split()[0]),
                                                                         abs=1e-5)
@@ -121,7 +121,7 @@ def test_translate_writes_n_best_lists_that_nbest_reads(trained, tmp_path):
                                        "--nbest", "5", "-o", str(kbest), "--allow-unk"])
     assert result.exit_code == 0, result.output
     out = tmp_path / "5best.unk.txt"
-    summary = score_nbest(str(kbest), str(source), str(out), [UnknownWordFeature(trained.vocabularies, "target")])
+    summary = run_nbest_job(str(kbest), str(source), str(out), [UnknownWordFeature(trained.vocabularies, "target")])
     assert summary.sentences == 5 and summary.lines == read_lines(kbest).__len__()
     assert all(parse_line(line + "\n").feature_names == ("RNN0", "UNK0") for line in read_lines(out))
 

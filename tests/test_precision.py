@@ -30,7 +30,7 @@ def test_bf16_moves_the_shipped_models_scores_by_under_005_nats(shipped, normali
     ran in bf16; 0.02 and 0.03 since they run in float32 (docs/performance.md, "Precision")."""
     trained, entries = shipped
     caplog.set_level(logging.ERROR, logger="mosesrnn")  # bf16 on a CPU without bf16 instructions warns
-    fp32, bf16 = (np.array(RNNFeature(trained, dtype=dtype, normaliser=normaliser).values(entries))
+    fp32, bf16 = (np.array(RNNFeature(trained, dtype=dtype, normalizer=normaliser).values(entries))
                   for dtype in ("fp32", "bf16"))
     assert np.abs(bf16 - fp32).mean() < 0.05
     assert np.abs(fp32).mean() > 5  # real scores, not a near-uniform model's

@@ -19,7 +19,7 @@ from mosesrnn.formats.phrase_table import PhraseTableError, read_entries
 from mosesrnn.formats.sidecar import read_table_sidecar
 from mosesrnn.io.compressed import count_lines
 from mosesrnn.pipeline.merge import MergeError, merge_parts
-from mosesrnn.pipeline.score import score_table
+from mosesrnn.pipeline.score import run_score_job
 from mosesrnn.pipeline.shards import ShardSpec
 
 
@@ -63,10 +63,10 @@ def test_cli_refuses_a_direction_mismatch(model_path, tmp_path):
 
 @pytest.mark.parametrize("count", [1, 3, 7])
 def test_shards_merge_into_the_unsharded_table(features, tmp_path, count):
-    score_table(TABLE, str(tmp_path / "whole.gz"), features, chunk_lines=400)
+    run_score_job(TABLE, str(tmp_path / "whole.gz"), features, chunk_lines=400)
     parts = [str(tmp_path / f"part{i}.gz") for i in range(1, count + 1)]
     for index, part in enumerate(parts, start=1):
-        score_table(TABLE, part, features, chunk_lines=400, shard=ShardSpec(index, count))
+        run_score_job(TABLE, part, features, chunk_lines=400, shard=ShardSpec(index, count))
     entries = list(read_entries(TABLE))
     for part in parts[1:]:  # every shard starts where the source phrase changes
         first = json.load(open(part + ".json"))["first_line"]
@@ -82,7 +82,7 @@ def test_many_shards_of_a_short_table_may_be_empty(model_path, tmp_path):
     unk = [UnknownWordFeature(load_encoder_decoder(model_path).vocabularies)]
     parts = [str(tmp_path / f"p{i}.gz") for i in range(1, 26)]
     for index, part in enumerate(parts, start=1):
-        score_table(str(table), part, unk, shard=ShardSpec(index, 25))
+        run_score_job(str(table), part, unk, shard=ShardSpec(index, 25))
     sizes = [json.load(open(part + ".json"))["lines"] for part in parts]
     assert 0 in sizes and sum(sizes) == 30
     merge_parts(parts, str(tmp_path / "merged.gz"))
@@ -95,13 +95,13 @@ def test_many_shards_of_a_short_table_may_be_empty(model_path, tmp_path):
 def test_merge_refuses_missing_duplicated_or_foreign_parts(features, tmp_path):
     parts = [str(tmp_path / f"part{i}.gz") for i in (1, 2, 3)]
     for index, part in enumerate(parts, start=1):
-        score_table(TABLE, part, features[1:], chunk_lines=400, shard=ShardSpec(index, 3))
+        run_score_job(TABLE, part, features[1:], chunk_lines=400, shard=ShardSpec(index, 3))
     out = str(tmp_path / "merged.gz")
     with pytest.raises(MergeError, match="shard.* 2 of 3 missing"):
         merge_parts([parts[0], parts[2]], out)
     with pytest.raises(MergeError, match="shard 1/3 given twice"):
         merge_parts([parts[0], parts[0], parts[1], parts[2]], out)
-    score_table(TABLE, str(tmp_path / "other.gz"), features[:1], chunk_lines=400, shard=ShardSpec(2, 3))
+    run_score_job(TABLE, str(tmp_path / "other.gz"), features[:1], chunk_lines=400, shard=ShardSpec(2, 3))
     with pytest.raises(MergeError, match="differ in signature"):
         merge_parts([parts[0], str(tmp_path / "other.gz"), parts[2]], out)
     result = CliRunner().invoke(main, ["merge", parts[0], parts[1], "-o", out])
@@ -116,7 +116,7 @@ def test_bad_input_leaves_no_output(features, tmp_path):
     table.write_bytes(gzip.compress("".join(lines).encode("utf-8")))
     out = tmp_path / "out.gz"
     with pytest.raises(PhraseTableError, match=":2501:"):
-        score_table(str(table), str(out), features, chunk_lines=500, checkpoint_every=1)
+        run_score_job(str(table), str(out), features, chunk_lines=500, checkpoint_every=1)
     assert list(tmp_path.iterdir()) == [table]
 
 

@@ -16,7 +16,7 @@ from mosesrnn.formats.phrase_table import PhraseTableError, read_entries
 from mosesrnn.io.compressed import estimated_text_size
 from mosesrnn.io.job import Job
 from mosesrnn.io.roles import input_file
-from mosesrnn.pipeline.score import score_table
+from mosesrnn.pipeline.score import run_score_job
 from mosesrnn.pipeline.shards import ShardSpec
 from mosesrnn.pipeline.table_chunks import RawChunk, TableChunks, parse_chunk
 from mosesrnn.pipeline.workers import ChunkJob, WorkerDied, WorkerError, WorkerPool, default_workers, worker_count
@@ -43,7 +43,7 @@ def test_workers_write_the_bytes_one_process_writes(features, tmp_path, shard):
     outputs = {}
     for workers in (0, 2):
         outputs[workers] = str(tmp_path / f"w{workers}.gz")
-        summary = score_table(TABLE, outputs[workers], features, chunk_lines=300, shard=shard, workers=workers)
+        summary = run_score_job(TABLE, outputs[workers], features, chunk_lines=300, shard=shard, workers=workers)
     assert open(outputs[2], "rb").read() == open(outputs[0], "rb").read()  # the gzip bytes: a member a chunk
     assert summary.lines == len(text(outputs[0]).splitlines()) > 0
 
@@ -58,7 +58,7 @@ def test_a_real_table_scores_to_the_same_bytes_with_any_workers(features, tmp_pa
     same file byte for byte in one process and with one or two workers reading it themselves."""
     outputs = [tmp_path / f"w{workers}.gz" for workers in (0, 1, 2)]
     for workers, output in enumerate(outputs):
-        summary = score_table(table, str(output), features, chunk_lines=chunk_lines, workers=workers)
+        summary = run_score_job(table, str(output), features, chunk_lines=chunk_lines, workers=workers)
         assert summary.pass_lines == summary.lines and len(summary.worker_cpu_seconds) == workers
     first = outputs[0].read_bytes()
     assert all(output.read_bytes() == first for output in outputs[1:])
@@ -72,7 +72,7 @@ def test_the_first_bad_line_of_the_table_is_reported_and_nothing_is_left(feature
     table = tmp_path / "bad.gz"
     table.write_bytes(gzip.compress("".join(lines).encode("utf-8")))
     with pytest.raises(PhraseTableError, match=r"bad\.gz:701: score 'x' is not a number"):
-        score_table(str(table), str(tmp_path / "out.gz"), features, chunk_lines=200, checkpoint_every=1, workers=2)
+        run_score_job(str(table), str(tmp_path / "out.gz"), features, chunk_lines=200, checkpoint_every=1, workers=2)
     assert list(tmp_path.iterdir()) == [table]
 
 
@@ -205,7 +205,7 @@ def test_odd_tables_give_the_same_bytes_with_workers(features, tmp_path, data):
     table.write_bytes(gzip.compress(data))
     outputs = [tmp_path / f"w{workers}.gz" for workers in (0, 2)]
     for workers, output in zip((0, 2), outputs):
-        score_table(str(table), str(output), features, chunk_lines=3, workers=workers)
+        run_score_job(str(table), str(output), features, chunk_lines=3, workers=workers)
     assert outputs[0].read_bytes() == outputs[1].read_bytes()
     assert len(text(outputs[0]).splitlines()) == len(data.splitlines())  # line for line, endings kept
 
@@ -219,7 +219,7 @@ def test_stdin_and_the_first_chunks_warning_are_the_same_with_workers(tmp_path, 
     from mosesrnn.features.unk import UnknownWordFeature as Unk
 
     trained = load_encoder_decoder(str(ROOT / "examples/model/tatoeba-small.pt"))
-    features = [RNNFeature(trained, normaliser="exact"), Unk(trained.vocabularies)]
+    features = [RNNFeature(trained, normalizer="exact"), Unk(trained.vocabularies)]
     lines = gzip.decompress((ROOT / "examples/phrase-table.gz").read_bytes()).decode("utf-8").splitlines(True)[:3000]
     swapped = "".join(" ||| ".join([fields[1], fields[0], *fields[2:]]) for fields in
                       (line.split(" ||| ") for line in lines)).encode("utf-8")
@@ -231,7 +231,7 @@ def test_stdin_and_the_first_chunks_warning_are_the_same_with_workers(tmp_path, 
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(swapped)))
         caplog.clear()
         output = tmp_path / f"{name}.gz"
-        score_table(path, str(output), features, chunk_lines=1000, workers=workers)
+        run_score_job(path, str(output), features, chunk_lines=1000, workers=workers)
         runs[name] = output.read_bytes()
         assert "of the source tokens of the first 1,000 lines" in caplog.text and "other direction" in caplog.text, name
     assert len(set(runs.values())) == 1

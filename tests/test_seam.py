@@ -305,6 +305,7 @@ def registry_entries() -> list[tuple[str, str]]:
     entries = [(f"FEATURES[{name!r}].builder", spec.builder) for name, spec in FEATURES.items()]
     entries += [(f"MODELS[{kind!r}].{what}", target) for kind, row in MODELS.items()
                 for what, target in (("loader", row.loader), ("check", row.check)) if target]
+    entries += [(f"MODELS[{kind!r}].decoder.adds", row.decoder.adds) for kind, row in MODELS.items() if row.decoder]
     for name, architecture in ARCHITECTURES.items():
         entries += [(f"ARCHITECTURES[{name!r}].encoder", architecture.encoder),
                     (f"ARCHITECTURES[{name!r}].decoder", architecture.decoder)]
@@ -323,6 +324,21 @@ def test_the_model_registry_names_the_features_and_the_options_of_its_families()
     assert [o.option for o in JOINT_FEATURES.values()] == [o.name for o in MODELS[JOINT].options]
     assert [o.feature for o in JOINT_FEATURES.values()] == [f for o in MODELS[JOINT].options for f in o.features]
     assert set(MODEL_OPTIONS) <= {f.name for f in dataclasses.fields(FeatureOptions)}
+
+
+def test_the_families_inside_the_decoder_come_from_the_model_registry():
+    """A family that goes inside Moses' decoder (the CSLM as a NeuralLM, the joint model as a BilingualNPLM) is its
+    row's DecoderFeature: moses-ini's options, the export's companion files, the report's labels read it."""
+    from mosesrnn.bilm.config import EXPORT_FILES
+    from mosesrnn.cli.moses import moses_ini
+    from mosesrnn.models import CSLM, DECODER_FEATURES, JOINT, MODELS
+    assert DECODER_FEATURES == {"cslm": MODELS[CSLM].decoder, "bilm": MODELS[JOINT].decoder}
+    assert [feature.moses_feature for feature in DECODER_FEATURES.values()] == ["NeuralLM", "BilingualNPLM"]
+    options = {param.name: param for param in moses_ini.params}
+    for name, feature in DECODER_FEATURES.items():
+        assert options[name].help == feature.help and options[f"{name}_weight"].help == feature.weight_help
+        assert options[name].type.role.companions == feature.companions
+    assert EXPORT_FILES == MODELS[JOINT].decoder.companions
 
 
 @pytest.mark.parametrize("where,target", registry_entries(), ids=[where for where, _ in registry_entries()])

@@ -62,7 +62,7 @@ def test_skipping_the_normaliser_adds_exactly_the_log_normalisers(encoder):
     raw = logits.gather(-1, trg.clamp(max=logits.size(-1) - 1).unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
     ctx = model.source_context(src, src_len)
     exact = model.score_log_prob(ctx, trg, trg_len)
-    skipped = model.score_log_prob(ctx, trg, trg_len, normaliser="skip")
+    skipped = model.score_log_prob(ctx, trg, trg_len, normalizer="skip")
     torch.testing.assert_close(exact, model.log_prob(src, src_len, trg, trg_len), rtol=0, atol=1e-9)
     torch.testing.assert_close(skipped - exact, log_z.sum(1), rtol=0, atol=1e-9)
     assert (log_z.sum(1).abs() > 1)[mask.any(1)].all()  # the test can tell: the normalisers are far from 0 here
@@ -72,8 +72,8 @@ def test_skipping_the_normaliser_adds_exactly_the_log_normalisers(encoder):
     torch.testing.assert_close(terms.log_p, exact, rtol=0, atol=1e-9)
     torch.testing.assert_close(terms.log_z, log_z.sum(1), rtol=0, atol=1e-9)
     torch.testing.assert_close(terms.log_z_sq, log_z.square().sum(1), rtol=0, atol=1e-9)
-    with pytest.raises(ValueError, match="normaliser"):
-        model.score_log_prob(ctx, trg, trg_len, normaliser="none")
+    with pytest.raises(ValueError, match="normalizer"):
+        model.score_log_prob(ctx, trg, trg_len, normalizer="none")
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +143,8 @@ def test_the_feature_skips_the_normaliser_of_a_self_normalised_model(self_normal
     entries = list(read_entries(TABLE))[:300]
     trained = load_encoder_decoder(self_normalised)
     exact = RNNFeature(trained).values(entries)
-    skipped = RNNFeature(trained, normaliser="skip").values(entries)
-    int8 = RNNFeature(trained, normaliser="skip", dtype="int8")
+    skipped = RNNFeature(trained, normalizer="skip").values(entries)
+    int8 = RNNFeature(trained, normalizer="skip", dtype="int8")
     assert isinstance(int8.model.decoder.G_l, torch.nn.Linear)  # read by rows: not quantised
     assert not isinstance(int8.model.decoder.G_r, torch.nn.Linear)
     assert max(abs(a - b) for a, b in zip(int8.values(entries), skipped)) < 1.0

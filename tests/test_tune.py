@@ -982,3 +982,32 @@ printf 'le chat\\nun chien\\n'
     assert "sentence 0, NeuralLM0= -255.0 against -165.0" in result.output
     assert "moses_integration/fix-nplm.sh" in result.output
     assert not any(call.startswith("mert-moses.pl") for call in calls(tmp_path))
+
+
+def test_a_stage_knows_its_kind_its_system_and_its_files():
+    """A tuning stage is a Stage (issue 58), not a string looked up in three tables: its kind, the system whose
+    runs it reads, its control, and which of a run's translations are its own."""
+    from moses_integration.route.plan import (
+        BASELINE,
+        BASELINE_RESCORED,
+        BASELINE_RETUNED,
+        CONTROL,
+        RESCORED,
+        RESCORING,
+        RETUNED,
+        SYSTEM,
+        TUNED,
+        Stage,
+        StageFiles,
+        stage_named,
+    )
+    assert stage_named(RESCORED) == Stage(RESCORED, RESCORING, SYSTEM, RETUNED)
+    assert stage_named(BASELINE_RESCORED) == Stage(BASELINE_RESCORED, RESCORING, BASELINE, BASELINE_RETUNED)
+    assert stage_named(RETUNED) == Stage(RETUNED, CONTROL, SYSTEM)
+    assert stage_named(BASELINE_RETUNED) == Stage(BASELINE_RETUNED, CONTROL, BASELINE)
+    assert stage_named("nmt-small") == Stage("nmt-small", TUNED, "nmt-small") == Stage("nmt-small")
+    files = StageFiles("work/system-run1")
+    assert [stage_named(name).test_hyp(files) for name in (SYSTEM, RESCORED, RETUNED)] == \
+        [files.test_hyp, files.rescored_hyp, files.retuned_hyp]
+    assert [stage_named(name).dev_hyp(files) for name in (SYSTEM, RESCORED, RETUNED)] == \
+        [files.dev_hyp, files.rescored_dev_hyp, files.retuned_dev_hyp]

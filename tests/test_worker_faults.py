@@ -334,7 +334,7 @@ def test_a_worker_that_dies_before_reading_its_work_ends_the_run_at_once(tmp_pat
     sent to it (the shipped model's shortlists: far more than a pipe holds), is an error within seconds."""
     from mosesrnn.encdec.model_file import load_encoder_decoder
     from mosesrnn.features.rnn import RNNFeature
-    from mosesrnn.pipeline.score import score_table
+    from mosesrnn.pipeline.score import run_score_job
     from mosesrnn.pipeline.workers import WorkerDied
     from mosesrnn.runtime import processes
 
@@ -342,6 +342,6 @@ def test_a_worker_that_dies_before_reading_its_work_ends_the_run_at_once(tmp_pat
     monkeypatch.setattr(processes, "_BOOTSTRAP", bootstrap)
     started = time.monotonic()
     with pytest.raises(WorkerDied, match=f"worker [12] of 2 died \\({how}\\)"):
-        score_table(str(table), str(tmp_path / "out.gz"), [RNNFeature(trained)], workers=2)
+        run_score_job(str(table), str(tmp_path / "out.gz"), [RNNFeature(trained)], workers=2)
     assert time.monotonic() - started < 30
     assert _files(tmp_path) == []

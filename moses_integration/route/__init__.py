@@ -43,10 +43,24 @@ __all__ = ["SELECT_ON", "RouteOptions", "RoutePlan", "RouteReport", "StageFiles"
 
 
 def tune(options: RouteOptions, log: Callable[[str], None], dry_run: bool = False) -> str:
-    """Run (or continue) the route of ``options`` and return its report as Markdown (also written to the
-    working folder); with ``dry_run``, run nothing and return the commands it would run, the problems
-    found first. Raises :class:`~moses_integration.mert_moses.MertSetupError` naming every problem that
-    stops it from starting (missing programs, empty or mismatched files, a folder of another tuning)."""
+    """Run (or continue) the tuning route of ``options``: ``mosesrnn tune``.
+
+    Args:
+        options: the plan and where Moses' programs are (:class:`~.plan.RouteOptions`).
+        log: called with each line of progress (a stage started, a MERT iteration...).
+        dry_run: run nothing; return the commands the route would run, the problems found first.
+
+    Returns:
+        The report as Markdown (also written to the working folder as ``report.md`` and ``report.json``), or,
+        with ``dry_run``, the commands.
+
+    Raises:
+        MertSetupError: every problem that stops it from starting, one a line (missing programs, empty or
+            mismatched files, a folder of another tuning); a :class:`~mosesrnn.errors.MosesRNNError`.
+        MosesToolError: a Moses program that failed while the route ran.
+        MosesRNNError: a damaged file of an earlier run, or a run whose inputs changed since it was made.
+        OSError: a file that cannot be read or written.
+    """
     tools, missing = find_tools(options.moses_bin, options.moses_scripts, options.mertdir)
     problems = plan_problems(options.plan, tools, missing)
     if dry_run:

@@ -24,6 +24,7 @@ import json
 import os
 import subprocess
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.formats.moses_ini import parse_ini, read_ini_text
 from mosesrnn.io.atomic import atomic_file
 from mosesrnn.io.declared import declare_input
@@ -71,7 +72,7 @@ def write_made_with(folder: str, entries: list[dict]) -> None:
 
 
 def read_made_with(folder: str) -> list[dict] | None:
-    """The entries recorded in ``folder/made-with.json`` (None: no record there); raises ValueError naming the file
+    """The entries recorded in ``folder/made-with.json`` (None: no record there); raises MosesRNNError naming the file
     for one that is damaged or not such a record."""
     path = os.path.join(folder, MADE_WITH)
     if not os.path.isfile(path):
@@ -80,7 +81,7 @@ def read_made_with(folder: str) -> list[dict] | None:
     files = record.get("files") if isinstance(record, dict) and record.get("format") == FORMAT else None
     if not (isinstance(files, list) and all(isinstance(entry, dict) and {"what", "key", "path", "sha256"} <= set(entry)
                                             for entry in files)):
-        raise ValueError(f"{path}: not the record of what a MERT run was made with (damaged, or another program's)")
+        raise MosesRNNError(f"{path}: not the record of what a MERT run was made with (damaged, or another program's)")
     return files
 
 
@@ -143,13 +144,13 @@ def made_with_problems(plan: RoutePlan, tools: MosesTools) -> list[str]:
 
 
 def check_still_made_with(plan: RoutePlan, tools: MosesTools, ini: str, folder: str) -> None:
-    """Raise ValueError naming what changed if the run in ``folder`` (tuning ``ini``) is no longer made with what
+    """Raise MosesRNNError naming what changed if the run in ``folder`` (tuning ``ini``) is no longer made with what
     its record says (a file rewritten, a decoder rebuilt while it ran); nothing for a run without a record."""
     recorded = read_made_with(folder)
     if recorded is not None and (changed := changed_files(recorded, made_with(plan, tools, ini))):
-        raise ValueError(f"{folder}: {', '.join(changed)} changed while the run was made "
-                         f"({os.path.join(folder, MADE_WITH)}): remove {folder} and {folder}.*, and run the command "
-                         f"again to make the run again")
+        raise MosesRNNError(f"{folder}: {', '.join(changed)} changed while the run was made "
+                            f"({os.path.join(folder, MADE_WITH)}): remove {folder} and {folder}.*, and run the command "
+                            f"again to make the run again")
 
 
 def _entry(what: str, path: str, key: str | None = None) -> dict:

@@ -10,6 +10,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, fields
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.features.options import FeatureOptions
 from mosesrnn.io.compressed import atomic_output
 from mosesrnn.io.json_file import read_json
@@ -17,21 +18,73 @@ from mosesrnn.models import MODEL_OPTIONS, MODELS
 
 from ..mert_moses import MertSettings
 
-__all__ = ["PLAN", "SELECT_ON", "dev_halves", "BASELINE", "SYSTEM", "RESCORED", "BASELINE_RESCORED", "RESCORED_STAGES",
-           "RETUNED", "BASELINE_RETUNED", "CONTROLS", "CONTROL_STAGES", "RoutePlan", "RouteOptions", "StageFiles",
-           "stage_files", "file_record", "save_plan", "saved_plan"]
+__all__ = ["PLAN", "SELECT_ON", "dev_halves", "BASELINE", "SYSTEM", "RESCORED", "BASELINE_RESCORED", "RETUNED",
+           "BASELINE_RETUNED", "TUNED", "RESCORING", "CONTROL", "Stage", "RETUNING_STAGES", "stage_named", "RoutePlan",
+           "RouteOptions", "StageFiles", "stage_files", "file_record", "save_plan", "saved_plan"]
 
 PLAN = "plan.json"
 #: How the stages are chosen on dev (``tune --select-on``): ``none``, on nothing; ``half``, on the dev half held out
 #: from every tuning by mosesrnn's MERT (:func:`dev_halves`).
 SELECT_ON = ("none", "half")
 BASELINE, SYSTEM, RESCORED, BASELINE_RESCORED = "baseline", "system", "rescored", "baseline-rescored"
-RESCORED_STAGES = {RESCORED: SYSTEM, BASELINE_RESCORED: BASELINE}  # a rescored stage -> the system it rescores
 #: The control of each rescored stage: the same n-best lists re-tuned by the same MERT (seed, starting weights)
 #: with no new feature, which separates what the features add from what a second tuning pass adds.
 RETUNED, BASELINE_RETUNED = "retuned", "baseline-retuned"
-CONTROLS = {RESCORED: RETUNED, BASELINE_RESCORED: BASELINE_RETUNED}  # a rescored stage -> its control
-CONTROL_STAGES = {RETUNED: SYSTEM, BASELINE_RETUNED: BASELINE}  # a control -> the system whose lists it re-tunes
+#: The kinds of stage: a system tuned by Moses' MERT (mert-moses.pl); its n-best lists rescored with the new
+#: features and re-tuned by mosesrnn's MERT; the control, those lists re-tuned without them.
+TUNED, RESCORING, CONTROL = "tuned", "rescored", "control"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stage of the route: what the report measures, one row of it.
+
+    Attributes:
+        name: its name in the report (``system``, ``rescored``, ``baseline-retuned``, another system's).
+        kind: :data:`TUNED`, :data:`RESCORING` or :data:`CONTROL`.
+        system: the system whose runs' files it reads (itself for a tuned system; the system whose n-best
+            lists a rescored stage or a control re-tunes).
+        control: a rescored stage's control (None for the others).
+    """
+
+    name: str
+    kind: str = TUNED
+    system: str = ""
+    control: str | None = None
+
+    def __post_init__(self):
+        if not self.system:
+            object.__setattr__(self, "system", self.name)
+
+    @property
+    def rescored(self) -> bool:
+        """Its lists rescored with the new features."""
+        return self.kind == RESCORING
+
+    @property
+    def retuned(self) -> bool:
+        """A control: its lists re-tuned without them."""
+        return self.kind == CONTROL
+
+    def test_hyp(self, files: StageFiles) -> str:
+        """Its test translations in one run's files."""
+        return files.rescored_hyp if self.rescored else files.retuned_hyp if self.retuned else files.test_hyp
+
+    def dev_hyp(self, files: StageFiles) -> str:
+        """Its dev translations in one run's files."""
+        return (files.rescored_dev_hyp if self.rescored else files.retuned_dev_hyp if self.retuned
+                else files.dev_hyp)
+
+
+#: The stages that re-tune a system's n-best lists, by name: each rescored stage (with its control) and each control.
+RETUNING_STAGES: dict[str, Stage] = {stage.name: stage for stage in (
+    Stage(RESCORED, RESCORING, SYSTEM, RETUNED), Stage(BASELINE_RESCORED, RESCORING, BASELINE, BASELINE_RETUNED),
+    Stage(RETUNED, CONTROL, SYSTEM), Stage(BASELINE_RETUNED, CONTROL, BASELINE))}
+
+
+def stage_named(name: str) -> Stage:
+    """The stage called ``name``: one of :data:`RETUNING_STAGES`, else a system tuned by Moses' MERT."""
+    return RETUNING_STAGES.get(name) or Stage(name)
 #: The features that read each hypothesis' word alignment (the lists are decoded with it): those of the model kinds
 #: that read it (the joint models').
 _READS_ALIGNMENTS = frozenset(feature for row in MODELS.values() if row.reads_alignments for option in row.options
@@ -76,16 +129,16 @@ class RoutePlan:
 
     def __post_init__(self):
         if self.select_on not in SELECT_ON:
-            raise ValueError(f"select_on is one of {', '.join(SELECT_ON)}, not {self.select_on!r}")
+            raise MosesRNNError(f"select_on is one of {', '.join(SELECT_ON)}, not {self.select_on!r}")
         if (self.baseline_rescoring or self.baseline_control) and not self.baseline:
-            raise ValueError("rescoring the baseline, or re-tuning its n-best lists, needs a baseline")
+            raise MosesRNNError("rescoring the baseline, or re-tuning its n-best lists, needs a baseline")
         names = [name for name, _ in self.others]
-        taken = {BASELINE, SYSTEM, *RESCORED_STAGES, *CONTROL_STAGES}
+        taken = {BASELINE, SYSTEM, *RETUNING_STAGES}
         bad = [name for name in names if name in taken or not name.replace("-", "").replace(".", "").replace(
             "+", "").replace("_", "").isalnum()]
         if bad or len(set(names)) < len(names):
-            raise ValueError(f"other systems need distinct names of letters, digits and - . + _ (not baseline, system, "
-                             f"rescored or a control's): {', '.join(bad) or 'a name given twice'}")
+            raise MosesRNNError(f"other systems need distinct names of letters, digits and - . + _ (not baseline, "
+                                f"system, rescored or a control's): {', '.join(bad) or 'a name given twice'}")
 
     def systems(self) -> list[tuple[str, str]]:
         """``(name, moses.ini)`` of each system tuned: the baseline first, the system, then the others."""
@@ -203,13 +256,13 @@ def save_plan(plan: RoutePlan) -> None:
 
 def saved_plan(folder: str) -> dict | None:
     """The record of the plan saved in ``folder`` by :func:`save_plan` (None: no ``plan.json`` there); raises
-    ValueError naming the file for one that is damaged or not an object."""
+    MosesRNNError naming the file for one that is damaged or not an object."""
     path = os.path.join(folder, PLAN)
     if not os.path.exists(path):
         return None
     saved = read_json(path, "the plan `mosesrnn tune` writes")
     if not isinstance(saved, dict):
-        raise ValueError(f"{path}: not the plan `mosesrnn tune` writes (not an object)")
+        raise MosesRNNError(f"{path}: not the plan `mosesrnn tune` writes (not an object)")
     return saved
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.io.compressed import atomic_output
 
 from .plan import PLAN, saved_plan
@@ -26,12 +27,13 @@ COMMANDS = ("COMMANDS.md", "commands.sh")
 def publish_report(work_dir: str, destination: str, base: str) -> list[str]:
     """Write the report of the finished tuning in ``work_dir`` into ``destination``: ``report.json`` and
     ``plan.json`` with their absolute paths relative to ``base`` (:func:`relative_paths`), ``report.md`` rendered from
-    them; the translations the report names, relative to ``base`` too. Returns the files written; raises ValueError
+    them; the translations the report names, relative to ``base`` too. Returns the files written; raises MosesRNNError
     naming the file for a tuning without its report or plan."""
     report = read_report(os.path.join(work_dir, REPORT_JSON))
     plan = saved_plan(work_dir)
     if plan is None:
-        raise ValueError(f"{os.path.join(work_dir, PLAN)}: missing (the plan `mosesrnn tune` writes beside its report)")
+        raise MosesRNNError(f"{os.path.join(work_dir, PLAN)}: missing (the plan `mosesrnn tune` writes beside its "
+                            "report)")
     published = RouteReport(report.sacrebleu, relative_paths(report.dev, base), relative_paths(report.test, base),
                             report.runs, report.stages, relative_paths(report.signatures, base), report.selection)
     written = [os.path.join(destination, name) for name in (REPORT_JSON, PLAN, REPORT_MD)]

@@ -8,25 +8,28 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.formats.moses_ini import parse_ini, phrase_tables, read_ini_text, read_weights
 from mosesrnn.formats.sidecar import SidecarError, read_sidecar, sidecar_path
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.declared import declare_input
 from mosesrnn.io.json_file import read_json
+from mosesrnn.models import DECODER_FEATURES
 from mosesrnn.tuning.bleu import file_bleu
 from mosesrnn.tuning.significance import Comparison, compare_runs
 
 from ..mert_moses import decoding_speed, iterations
 from .plan import (
     BASELINE,
-    CONTROL_STAGES,
-    CONTROLS,
-    RESCORED_STAGES,
+    RETUNING_STAGES,
     SYSTEM,
+    TUNED,
     RoutePlan,
+    Stage,
     StageFiles,
     dev_halves,
     stage_files,
+    stage_named,
 )
 from .report_file import RouteReport, StageResult, chosen_stage
 
@@ -39,32 +42,30 @@ def build_report(plan: RoutePlan) -> RouteReport:
     references = read_lines(plan.test_ref)
     tuned_on, held_out = dev_halves(len(read_lines(plan.dev_ref))) if plan.selecting() else ([], [])
     stages, signature = [], ""
-    names = []  # (stage, its control): each system, then its control and (when rescored) its rescored stage
+    measured = []  # each system, then its control and (when rescored) its rescored stage
     for name, _ in plan.systems():
-        names.append((name, None))
-        for stage, system in RESCORED_STAGES.items():
-            if system == name and plan.retunes(system):
-                names.append((CONTROLS[stage], None))
-                if plan.rescoring_of(system):
-                    names.append((stage, CONTROLS[stage]))
-    for name, control in names:
-        rescored, retuned = name in RESCORED_STAGES, name in CONTROL_STAGES
-        system = RESCORED_STAGES.get(name) or CONTROL_STAGES.get(name) or name
-        runs = [stage_files(plan, system, k) for k in range(1, plan.runs + 1)]
-        hypotheses = [files.rescored_hyp if rescored else files.retuned_hyp if retuned else files.test_hyp
-                      for files in runs]
+        measured.append(stage_named(name))
+        for stage in RETUNING_STAGES.values():
+            if stage.rescored and stage.system == name and plan.retunes(name):
+                measured.append(stage_named(stage.control))
+                if plan.rescoring_of(name):
+                    measured.append(stage)
+    for stage in measured:
+        name, tuned = stage.name, stage.kind == TUNED
+        runs = [stage_files(plan, stage.system, k) for k in range(1, plan.runs + 1)]
+        hypotheses = [stage.test_hyp(files) for files in runs]
         scores = [file_bleu(path, plan.test_ref, plan.tokenize) for path in hypotheses]
         signature = scores[0][1]
-        dev_hypotheses = [files.rescored_dev_hyp if rescored else files.retuned_dev_hyp if retuned else files.dev_hyp
-                          for files in runs] if held_out else []
-        shares = _rescored_shares(runs) if rescored else {} if retuned else _column_shares(plan, name, runs)
-        speeds = [] if rescored or retuned else [decoding_speed(files.test_hyp + ".log") for files in runs]
+        dev_hypotheses = [stage.dev_hyp(files) for files in runs] if held_out else []
+        shares = _rescored_shares(runs) if stage.rescored else {} if stage.retuned else _column_shares(plan, name, runs)
+        speeds = [decoding_speed(files.test_hyp + ".log") for files in runs] if tuned else []
         stages.append(StageResult(
-            name=name, about=_about(plan, name), bleu=tuple(score for score, _ in scores), hypotheses=tuple(hypotheses),
-            iterations=tuple(1 if rescored or retuned else iterations(files.mert_dir) for files in runs),
+            name=name, about=_about(plan, stage), bleu=tuple(score for score, _ in scores),
+            hypotheses=tuple(hypotheses),
+            iterations=tuple(iterations(files.mert_dir) if tuned else 1 for files in runs),
             weight_shares=shares,
             sentences_per_second=sum(speeds) / len(speeds) if speeds and None not in speeds else None,
-            control=control, dev_hypotheses=tuple(dev_hypotheses),
+            control=stage.control, dev_hypotheses=tuple(dev_hypotheses),
             dev_bleu=tuple(file_bleu(path, plan.dev_ref, plan.tokenize, held_out)[0] for path in dev_hypotheses)))
     dev = {"source": os.path.abspath(plan.dev_src), "reference": os.path.abspath(plan.dev_ref),
            "sentences": len(read_lines(plan.dev_src))}
@@ -105,7 +106,7 @@ def compare_with(report: RouteReport, reference_stage: str, tokenize: str = "non
     test set and, with a selection, on the held-out dev half."""
     by_name = {stage.name: stage for stage in report.stages}
     if reference_stage not in by_name:
-        raise ValueError(f"no stage {reference_stage!r} in the report (its stages: {', '.join(by_name)})")
+        raise MosesRNNError(f"no stage {reference_stage!r} in the report (its stages: {', '.join(by_name)})")
     reference = by_name[reference_stage]
     texts = _Texts(report)
     stages = []
@@ -162,14 +163,15 @@ class _Texts:
         return test, dev
 
 
-def _about(plan: RoutePlan, name: str) -> str:
+def _about(plan: RoutePlan, stage: Stage) -> str:
+    name = stage.name
     if name == BASELINE:
         return f"{os.path.basename(plan.baseline)} as given"
-    if name in RESCORED_STAGES:
-        features = ",".join(plan.rescoring_of(RESCORED_STAGES[name]).names())
-        return f"{RESCORED_STAGES[name]}'s {plan.lists()} rescored with {features}"
-    if name in CONTROL_STAGES:
-        return f"{CONTROL_STAGES[name]}'s {plan.lists()} re-tuned by the same MERT, no new feature (the control)"
+    if stage.rescored:
+        features = ",".join(plan.rescoring_of(stage.system).names())
+        return f"{stage.system}'s {plan.lists()} rescored with {features}"
+    if stage.retuned:
+        return f"{stage.system}'s {plan.lists()} re-tuned by the same MERT, no new feature (the control)"
     ini = dict(plan.systems())[name]
     columns = list(_new_columns(plan, ini).values())
     return os.path.basename(ini) + (f" with {', '.join(columns)}" if columns else "")
@@ -185,8 +187,8 @@ def _new_columns(plan: RoutePlan, ini: str) -> dict[tuple[str, int], str]:
     for table in phrase_tables(_ini_lines(ini), ini):
         columns, size = _appended_columns(table.path), len(system.get(table.name, ()))
         labels.update({(table.name, size - len(columns) + offset): column for offset, column in enumerate(columns)})
-    labels.update({(name, 0): "cslm" for name in system if name.startswith("NeuralLM")})
-    labels.update({(name, 0): "bilm" for name in system if name.startswith("BilingualNPLM")})
+    for feature in DECODER_FEATURES.values():  # cslm for a NeuralLM, bilm for a BilingualNPLM
+        labels.update({(name, 0): feature.name for name in system if name.startswith(feature.moses_feature)})
     if plan.baseline:
         base = read_weights(plan.baseline)
         keys = [(name, index) for name, values in system.items() for index in range(len(base.get(name, ())),
@@ -236,11 +238,11 @@ def _rescored_shares(runs: list[StageFiles]) -> dict:
 
 
 def _rescored_features(path: str) -> dict:
-    """The record of the rescoring's features that its stage wrote (``features``, ``labels``); raises ValueError
+    """The record of the rescoring's features that its stage wrote (``features``, ``labels``); raises MosesRNNError
     naming the file for one that is damaged."""
     record = read_json(path, "the record of the rescoring's features")
     if not (isinstance(record, dict) and all(isinstance(record.get(key), list) for key in ("features", "labels"))):
-        raise ValueError(f"{path}: not the record of the rescoring's features (no lists of features and labels)")
+        raise MosesRNNError(f"{path}: not the record of the rescoring's features (no lists of features and labels)")
     return record
 
 

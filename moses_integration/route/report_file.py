@@ -22,11 +22,12 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.io.compressed import atomic_output
 from mosesrnn.io.json_file import read_json
 from mosesrnn.tuning.significance import mean_std
 
-from .plan import CONTROL_STAGES, RESCORED_STAGES
+from .plan import TUNED, stage_named
 
 __all__ = ["REPORT_JSON", "REPORT_MD", "StageResult", "RouteReport", "chosen_stage", "write_report", "read_report",
            "report_columns", "stage_cells", "column_keys", "markdown"]
@@ -119,13 +120,14 @@ def _relative(path: str, folder: str) -> str:
 
 def read_report(path: str) -> RouteReport:
     """Read what :func:`write_report` wrote (the translations' paths resolved against the report's folder; those
-    of an older report, relative to where its tuning ran, absolute ones as they are); raises ValueError naming the
+    of an older report, relative to where its tuning ran, absolute ones as they are); raises MosesRNNError naming the
     file for anything else."""
     record = read_json(path, "a tuning report of `mosesrnn tune`")
     if not isinstance(record, dict) or record.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a tuning report of `mosesrnn tune`")
+        raise MosesRNNError(f"{path}: not a tuning report of `mosesrnn tune`")
     if record.get("version") != VERSION:
-        raise ValueError(f"{path}: a tuning report of version {record.get('version')} (this mosesrnn reads {VERSION})")
+        raise MosesRNNError(f"{path}: a tuning report of version {record.get('version')} (this mosesrnn reads "
+                            f"{VERSION})")
     folder = os.path.dirname(os.path.abspath(path))
     try:
         stages = tuple(StageResult(**{**stage, "bleu": tuple(stage["bleu"]),
@@ -138,7 +140,7 @@ def read_report(path: str) -> RouteReport:
         return RouteReport(record["sacrebleu"], record["dev"], record["test"], record["runs"], stages,
                             record.get("signatures", {}), record.get("selection"))
     except (KeyError, TypeError) as error:
-        raise ValueError(f"{path}: a damaged tuning report ({error})") from None
+        raise MosesRNNError(f"{path}: a damaged tuning report ({error})") from None
 
 
 def _resolved(folder: str, path: str) -> str:
@@ -252,7 +254,8 @@ def markdown(report: RouteReport, reference: str = "baseline") -> str:
         note += (" A rescored stage's control is the same n-best lists re-tuned by the same MERT (seed, starting "
                  "weights) without the new features: Δ vs its control is what the features add; Δ vs "
                  f"{reference} is what the whole route adds, the second tuning pass included.")
-    alone = [stage.name for stage in report.stages if CONTROL_STAGES.get(stage.name) == reference]
+    alone = [stage.name for stage in report.stages
+             if stage_named(stage.name).retuned and stage_named(stage.name).system == reference]
     if alone:
         note += (f" {', '.join(alone)}: {reference}'s n-best lists re-tuned by the same MERT without any new "
                  f"feature, so its Δ vs {reference} is what a second tuning pass alone adds.")
@@ -276,8 +279,7 @@ def _headline(report: RouteReport, reference: str) -> str:
 
 def _selection_note(report: RouteReport) -> str:
     selection = report.selection
-    moses_tuned = [stage.name for stage in report.stages if stage.name not in CONTROL_STAGES
-                   and stage.name not in RESCORED_STAGES]
+    moses_tuned = [stage.name for stage in report.stages if stage_named(stage.name).kind == TUNED]
     return (f" Dev half (--select-on {selection['on']}): mosesrnn's MERT tuned every rescored stage and control on "
             f"the {selection['tuned_on']} dev sentences at odd lines (1st, 3rd, ...); the dev-half columns measure "
             f"every stage on the other {selection['held_out']} (even lines), held out from that tuning, with the same "

@@ -73,7 +73,7 @@ def _run_system(plan: RoutePlan, tools: MosesTools, system: str, ini: str, run: 
     if not os.path.isfile(files.tuned_ini):
         if not os.path.lexists(files.mert_dir):  # a new run: what it is made with, before mert-moses.pl starts
             write_made_with(files.mert_dir, made_with(plan, tools, ini))
-        with _iterations_watch(files.mert_dir, lambda k: log(f"{where}: mert-moses.pl, iteration {k}")):
+        with _IterationsWatch(files.mert_dir, lambda k: log(f"{where}: mert-moses.pl, iteration {k}")):
             run_mert(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir,
                      lambda message: log(f"{where}: {message}"))
         moses_ran = True
@@ -136,7 +136,7 @@ def _remember_features(files: StageFiles, features, labels) -> None:
         stream.write(json.dumps({"features": list(features), "labels": list(labels)}).encode("utf-8"))
 
 
-class _iterations_watch:
+class _IterationsWatch:
     """While mert-moses.pl runs, say each new iteration it starts (its ``runK.moses.ini`` files)."""
 
     def __init__(self, working_dir: str, say: Callable[[int], None], every: float = 5.0):

@@ -11,6 +11,8 @@ Plots use matplotlib (Agg backend); projections scikit-learn and rank correlatio
 
 import importlib
 
+from ..errors import MosesRNNError
+
 __all__ = ["optional"]
 
 
@@ -20,5 +22,5 @@ def optional(module: str):
         return importlib.import_module(module)
     except ImportError:
         package = {"sklearn": "scikit-learn", "scipy": "SciPy"}.get(module.split(".")[0], module)
-        raise ValueError(f"this needs {package}, which mosesrnn installs as an extra: pip install "
-                         f"'mosesrnn[analysis]'") from None
+        raise MosesRNNError(f"this needs {package}, which mosesrnn installs as an extra: pip install "
+                            f"'mosesrnn[analysis]'") from None

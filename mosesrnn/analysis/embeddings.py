@@ -14,6 +14,7 @@ import torch
 
 from ..encdec.batching import pad
 from ..encdec.model_file import TrainedEncoderDecoder
+from ..errors import MosesRNNError
 from ..io.figures import save_png
 from ..text.escapes import display_text
 from ..text.vocab import RESERVED
@@ -28,7 +29,7 @@ def word_vectors(trained: TrainedEncoderDecoder, n: int) -> tuple[list[str], np.
     """The ``n`` most frequent input words and their embeddings e(x), shape (n, E)."""
     embed = getattr(trained.model.encoder, "embed", None)
     if embed is None:
-        raise ValueError(f"the {trained.model.config.encoder} encoder has no word embedding matrix 'embed'")
+        raise MosesRNNError(f"the {trained.model.config.encoder} encoder has no word embedding matrix 'embed'")
     itos = trained.input_codec.vocabulary.itos
     ids = list(range(len(RESERVED), min(len(itos), len(RESERVED) + n)))
     return [itos[i] for i in ids], embed.weight.detach()[ids].float().cpu().numpy()
@@ -53,13 +54,13 @@ def project(vectors: np.ndarray, method: str = "tsne", seed: int = 1) -> np.ndar
         perplexity = min(30.0, max(2.0, (len(vectors) - 1) / 3))
         tsne = optional("sklearn.manifold").TSNE(n_components=2, init="pca", perplexity=perplexity, random_state=seed)
         return tsne.fit_transform(vectors)
-    raise ValueError(f"projection must be one of {', '.join(PROJECTIONS)}, not {method!r}")
+    raise MosesRNNError(f"projection must be one of {', '.join(PROJECTIONS)}, not {method!r}")
 
 
 def neighbours(labels: Sequence[str], vectors: np.ndarray, query: str, k: int = 5) -> list[tuple[str, float]]:
     """The ``k`` labels whose vectors are closest to ``query``'s by cosine, with the similarity."""
     if query not in labels:
-        raise ValueError(f"{query!r} is not among the embedded items")
+        raise MosesRNNError(f"{query!r} is not among the embedded items")
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     index = list(labels).index(query)
     similarity = unit @ unit[index]  # (N,)

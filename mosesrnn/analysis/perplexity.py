@@ -15,6 +15,7 @@ from typing import NamedTuple, Sequence
 
 from ..encdec.model_file import TrainedEncoderDecoder
 from ..encdec.scoring import PairScorer
+from ..errors import MosesRNNError
 
 __all__ = ["TextPair", "PerplexityResult", "perplexity", "shuffled"]
 
@@ -61,7 +62,7 @@ def perplexity(trained: TrainedEncoderDecoder, pairs: Sequence[TextPair], *, see
     """
     pairs = [pair for pair in pairs if pair.source.strip() and pair.target.strip()]
     if not pairs:
-        raise ValueError("no pair with both a source and a target")
+        raise MosesRNNError("no pair with both a source and a target")
     scorer = PairScorer(trained, device=device, batch_tokens=batch_tokens)
     output_side = 1 if trained.direction == "source-to-target" else 0  # the input side is shuffled
     tokens = sum(len(trained.output_codec.ids(pair[output_side])) + 1 for pair in pairs)

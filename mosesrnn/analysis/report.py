@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import MosesRNNError
 from ..formats.phrase_table import moses_log, read_entries, score_column
 from ..formats.sidecar import read_table_sidecar
 from ..io.figures import save_png
@@ -56,8 +57,8 @@ def read_columns(path: str, rnn_column: int | None = None, tm_column: int = TM_C
     if rnn_column is None:
         rnn_column = rnn_column_index(path)
         if rnn_column is None:
-            raise ValueError(f"{path}: which score column is the RNN's? {path}.json, which `mosesrnn score` writes "
-                             f"beside the table, is missing or names no rnn column: give --rnn-column")
+            raise MosesRNNError(f"{path}: which score column is the RNN's? {path}.json, which `mosesrnn score` writes "
+                                f"beside the table, is missing or names no rnn column: give --rnn-column")
     rnn, tm = [], []
     with read_entries(path, encoding) as entries:
         for entry in entries:
@@ -69,7 +70,7 @@ def read_columns(path: str, rnn_column: int | None = None, tm_column: int = TM_C
             rnn.append(moses_log(entry.scores[rnn_column]))
             tm.append(moses_log(entry.scores[tm_column]))
     if not rnn:
-        raise ValueError(f"{path}: no lines")
+        raise MosesRNNError(f"{path}: no lines")
     return ColumnPair(np.array(rnn), np.array(tm), len(rnn), rnn_column, tm_column)
 
 

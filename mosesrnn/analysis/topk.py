@@ -15,6 +15,7 @@ from typing import Iterable, Sequence
 
 from ..encdec.model_file import TrainedEncoderDecoder
 from ..encdec.scoring import PairScorer
+from ..errors import MosesRNNError
 from ..formats.phrase_table import PhraseEntry, score_column, source_groups
 from ..text.tokenizers import words
 from .report import TM_COLUMN
@@ -56,7 +57,7 @@ def choose_groups(path: str, *, sources: Sequence[str] | None = None, count: int
                     wanted[group[0].source] = group
             missing = [source for source, group in wanted.items() if group is None]
             if missing:
-                raise ValueError(f"{path}: no lines for the source phrase(s) {', '.join(map(repr, missing))}")
+                raise MosesRNNError(f"{path}: no lines for the source phrase(s) {', '.join(map(repr, missing))}")
             return list(wanted.values())
         rng, chosen, seen = random.Random(seed), [], 0
         for group in groups:

@@ -8,6 +8,7 @@ Both train with the CSLM's ``moses`` recipe (NCE, self-normalised, warm-up, deca
 from __future__ import annotations
 
 from ..cslm.config import LM_RECIPES, CSLMConfig
+from ..models import JOINT, MODELS
 
 __all__ = ["JOINT_PRESETS", "JOINT_RECIPE", "EXPORT_FILES", "joint_network_config"]
 
@@ -19,8 +20,9 @@ JOINT_PRESETS = {
 }
 
 #: What ``mosesrnn bilm export`` writes beside the NPLM file (PATH + each suffix): the target and source
-#: vocabularies (BilingualNPLM's ``target_vocab`` and ``source_vocab``) and the windows (``.json``).
-EXPORT_FILES = (".target", ".source", ".json")
+#: vocabularies (BilingualNPLM's ``target_vocab`` and ``source_vocab``) and the windows (``.json``); defined
+#: in the model registry's row, which ``moses-ini --bilm`` reads them by.
+EXPORT_FILES = MODELS[JOINT].decoder.companions
 
 #: How every preset trains: the CSLM's recipe for Moses (docs/cslm.md).
 JOINT_RECIPE = LM_RECIPES["moses"]

@@ -27,6 +27,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import torch
 
+from ..errors import MosesRNNError
 from ..formats.errors import FileLineError
 from ..formats.text_file import parallel_lines
 from ..io.readers import reader
@@ -61,7 +62,7 @@ class JointVocabulary:
     def __post_init__(self):
         if (self.target[:len(TARGET_SPECIALS)] != TARGET_SPECIALS
                 or self.source[:len(SOURCE_SPECIALS)] != SOURCE_SPECIALS):
-            raise ValueError("a joint vocabulary starts with <unk> (and the other special tokens) on each side")
+            raise MosesRNNError("a joint vocabulary starts with <unk> (and the other special tokens) on each side")
         object.__setattr__(self, "_target_ids", {word: i for i, word in enumerate(self.target)})
         object.__setattr__(self, "_source_ids", {word: len(self.target) + j for j, word in enumerate(self.source)})
 
@@ -109,10 +110,10 @@ def read_alignment(text: str, source_len: int, target_len: int, path: str | None
                    ) -> list[list[int]]:
     """The source positions aligned to each target position of an ``i-j`` line (i: source, j: target).
 
-    Raises AlignmentError at ``path``'s line ``line_no`` (ValueError without a ``path``: the caller says where)
+    Raises AlignmentError at ``path``'s line ``line_no`` (MosesRNNError without a ``path``: the caller says where)
     for a malformed link or one outside the sentences."""
-    def error(problem: str) -> ValueError:
-        return AlignmentError(path, line_no, problem) if path is not None else ValueError(problem)
+    def error(problem: str) -> MosesRNNError:
+        return AlignmentError(path, line_no, problem) if path is not None else MosesRNNError(problem)
 
     links: list[list[int]] = [[] for _ in range(target_len)]
     for link in text.split():
@@ -208,7 +209,7 @@ def aligned_sentences(source: str, target: str, alignment: str, encoding: str = 
     predicted side and the window positions linked to each predicted word.
 
     A pair without a link is skipped (it has no affiliation to learn from); raises FileLineError where the three
-    files disagree, and ValueError naming the alignment when fewer than half of the pairs have a link (an
+    files disagree, and MosesRNNError naming the alignment when fewer than half of the pairs have a link (an
     alignment of empty lines, or of another corpus)."""
     pairs = linked = 0
     with parallel_lines((source, target, alignment), encoding, limit) as rows:
@@ -222,11 +223,11 @@ def aligned_sentences(source: str, target: str, alignment: str, encoding: str = 
                 linked += 1
                 yield orientation.apply(src_words, trg_words, links)
     if not pairs:
-        raise ValueError(f"{target}: no sentences (the file is empty, or holds blank lines only)")
+        raise MosesRNNError(f"{target}: no sentences (the file is empty, or holds blank lines only)")
     if linked < MIN_LINKED_SHARE * pairs:
-        raise ValueError(f"{alignment}: {linked} of the {pairs} sentence pairs have an alignment link: is it the word "
-                         f"alignment of {source} and {target} (Moses' i-j pairs, e.g. "
-                         f"model/aligned.grow-diag-final-and)?")
+        raise MosesRNNError(f"{alignment}: {linked} of the {pairs} sentence pairs have an alignment link: is it the "
+                            f"word alignment of {source} and {target} (Moses' i-j pairs, e.g. "
+                            f"model/aligned.grow-diag-final-and)?")
 
 
 def examples(pairs: Iterable[tuple[list[str], list[str], list[list[int]]]], vocabulary: JointVocabulary,
@@ -254,7 +255,7 @@ def load_joint_data(source: str, target: str, alignment: str, *, window: int, or
     ``vocabulary``: its ``target`` list is the predicted side's) and cut the examples.
 
     Validation: the sentence pairs whose hash falls in the first ``valid_share`` of the hash range.
-    Raises FileLineError where the files disagree, ValueError for a corpus too small to train on."""
+    Raises FileLineError where the files disagree, MosesRNNError for a corpus too small to train on."""
     with aligned_sentences(source, target, alignment, encoding, orientation=orientation) as pairs:
         read = list(pairs)
     held = held_out(np.array([split_hash(f"{' '.join(src)}\t{' '.join(trg)}") for src, trg, _ in read],
@@ -262,16 +263,16 @@ def load_joint_data(source: str, target: str, alignment: str, *, window: int, or
     train_pairs = [pair for pair, out in zip(read, held) if not out]
     valid_pairs = [pair for pair, out in zip(read, held) if out]
     if not train_pairs or not valid_pairs:
-        raise ValueError(f"{target}: {len(train_pairs) + len(valid_pairs)} sentence pairs are too few to hold out "
-                         f"{valid_share:.1%} for validation and train on the rest: give a larger corpus or "
-                         f"--valid-share")
+        raise MosesRNNError(f"{target}: {len(train_pairs) + len(valid_pairs)} sentence pairs are too few to hold out "
+                            f"{valid_share:.1%} for validation and train on the rest: give a larger corpus or "
+                            f"--valid-share")
     target_counts = collections.Counter(word for _, trg, _ in train_pairs for word in trg)
     if vocabulary is None:
         source_counts = collections.Counter(word for src, _, _ in train_pairs for word in src)
         vocabulary = joint_vocabulary(target_counts, source_counts, target_size, source_size)
     train = examples(train_pairs, vocabulary, window, order)
     if len(train) < batch_size:
-        raise ValueError(f"{target}: {len(train)} training n-grams, fewer than one batch of {batch_size}")
+        raise MosesRNNError(f"{target}: {len(train)} training n-grams, fewer than one batch of {batch_size}")
     known = set(vocabulary.target)
     coverage = sum(c for w, c in target_counts.items() if w in known) / max(sum(target_counts.values()), 1)
     description = (f"corpus {source} / {target}, alignment {alignment}, {orientation.describe()} "

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 
 from ..cslm.export import check_self_normalised
+from ..errors import MosesRNNError
 from ..formats.nplm import NPLMNetwork, write_nplm_file
 from ..io.compressed import atomic_text_output
 from .config import EXPORT_FILES
@@ -50,13 +51,13 @@ def joint_network(model: TrainedJoint) -> NPLMNetwork:
 
 def export_joint(model_path: str, output: str) -> JointExport:
     """Write the joint model file ``model_path`` for Moses: ``output`` (NPLM) and its companions
-    (:data:`EXPORT_FILES`). Raises ValueError for a ``.gz`` name, a model that is not self-normalised, or one
+    (:data:`EXPORT_FILES`). Raises MosesRNNError for a ``.gz`` name, a model that is not self-normalised, or one
     that is not source-to-target, left-to-right."""
     model = load_joint(model_path)
     if model.orientation != FORWARD:
-        raise ValueError(f"{model_path} is a {model.orientation.describe()} joint model: Moses' BilingualNPLM runs "
-                         f"only the source-to-target, left-to-right one in the decoder; use this one as an n-best "
-                         f"feature (mosesrnn nbest --{model.orientation.feature} {model_path})")
+        raise MosesRNNError(f"{model_path} is a {model.orientation.describe()} joint model: Moses' BilingualNPLM runs "
+                            f"only the source-to-target, left-to-right one in the decoder; use this one as an n-best "
+                            f"feature (mosesrnn nbest --{model.orientation.feature} {model_path})")
     check_self_normalised(model.info, model_path)
     write_nplm_file(output, joint_network(model))
     target_suffix, source_suffix, _ = EXPORT_FILES

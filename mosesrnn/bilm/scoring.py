@@ -25,6 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from ..cslm.scoring import NgramStats, ngram_stats, position_scores
+from ..errors import MosesRNNError
 from ..formats.phrase_table import MOSES_FLOOR
 from ..text.tokenizers import words
 from .data import BOS, EOS, ExampleSet, affiliations, aligned_sentences, examples, read_alignment, window_examples
@@ -50,7 +51,7 @@ def parse_segmentation(text: str) -> list[tuple[int, int]]:
         _, equals, target = part.partition("=")
         first, _, last = target.partition("-")
         if not equals or not first.isdigit() or (last and not last.isdigit()):
-            raise ValueError(f"{part!r} is not a Moses segment (SOURCE=TARGET, e.g. 0-1=0-2)")
+            raise MosesRNNError(f"{part!r} is not a Moses segment (SOURCE=TARGET, e.g. 0-1=0-2)")
         spans.append((int(first), int(last or first)))
     return spans
 
@@ -60,17 +61,17 @@ def translation_affiliations(source_len: int, target_len: int, alignment: str, s
     """Each target word's affiliated source position, from Moses' word alignment of a translation, searched
     inside each phrase as the decoder does when the ``segmentation`` is given, else over the sentence.
 
-    Raises ValueError for malformed fields, or a phrase without any link (Moses refuses those too)."""
+    Raises MosesRNNError for malformed fields, or a phrase without any link (Moses refuses those too)."""
     links = read_alignment(alignment, source_len, target_len)
     spans = parse_segmentation(segmentation) if segmentation else [(0, target_len - 1)]
     if spans and (spans[0][0] != 0 or spans[-1][1] != target_len - 1):
-        raise ValueError(f"the segmentation {segmentation!r} does not cover the {target_len} target words")
+        raise MosesRNNError(f"the segmentation {segmentation!r} does not cover the {target_len} target words")
     found: list[int] = []
     for first, last in spans:
         inside = affiliations(links[first:last + 1])
         if inside and inside[0] is None:
-            raise ValueError(f"target words {first}-{last} have no alignment link: BilingualNPLM needs a phrase "
-                             f"table with word alignments")
+            raise MosesRNNError(f"target words {first}-{last} have no alignment link: BilingualNPLM needs a phrase "
+                                f"table with word alignments")
         found.extend(inside)
     return found
 
@@ -133,12 +134,12 @@ def aligned(source: str, target: str, alignment: str, segmentation: str | None =
 
 def linked(source: str, target: str, alignment: str) -> tuple[list[str], list[str], list[list[int]]]:
     """``(source words, target words, source positions linked to each target word)`` of a translation and Moses'
-    word alignment of it; raises ValueError for a link outside the pair, or words without any link."""
+    word alignment of it; raises MosesRNNError for a link outside the pair, or words without any link."""
     source_words, target_words = words(source.strip()), words(target.strip())
     links = read_alignment(alignment, len(source_words), len(target_words))
     if source_words and target_words and not any(links):
-        raise ValueError("the translation has no alignment link: the joint model needs a phrase table with word "
-                         "alignments")
+        raise MosesRNNError("the translation has no alignment link: the joint model needs a phrase table with word "
+                            "alignments")
     return source_words, target_words, links
 
 
@@ -148,7 +149,7 @@ def corpus_stats(model: TrainedJoint, source: str, target: str, alignment: str, 
     given), reoriented for the model: NLL per token (words and ``</s>``, as in training), perplexity, ``<unk>``
     share and log Z (:class:`~mosesrnn.cslm.scoring.NgramStats`).
 
-    Raises ValueError for a corpus whose pairs mostly have no alignment link (:func:`aligned_sentences`)."""
+    Raises MosesRNNError for a corpus whose pairs mostly have no alignment link (:func:`aligned_sentences`)."""
     with aligned_sentences(source, target, alignment, encoding, limit, model.orientation) as pairs:
         data = examples(pairs, model.vocabulary, model.source_window, model.order)
     return ngram_stats(model.network, data, unknown=model.vocabulary.target_ids(["<unk>"])[0])

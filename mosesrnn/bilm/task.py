@@ -10,6 +10,7 @@ from ..cslm.config import MAX_ORDER
 from ..cslm.model import CSLM
 from ..cslm.task import CSLMFamily, CSLMTask, CSLMTrainConfig, CSLMTrainResult, cslm_result
 from ..encdec.direction import SOURCE_TO_TARGET
+from ..errors import MosesRNNError
 from ..models import JOINT
 from ..train.driver import drive
 from ..train.loop import LAST
@@ -37,16 +38,16 @@ class JointTrainConfig(CSLMTrainConfig):
     right_to_left: bool = False  # the predicted side read backwards
 
     def __post_init__(self):
-        Orientation(self.direction, self.right_to_left)  # raises ValueError for an unknown direction
+        Orientation(self.direction, self.right_to_left)  # raises MosesRNNError for an unknown direction
         if self.preset not in JOINT_PRESETS:
-            raise ValueError(f"unknown preset {self.preset!r}; choose one of: {', '.join(JOINT_PRESETS)}")
+            raise MosesRNNError(f"unknown preset {self.preset!r}; choose one of: {', '.join(JOINT_PRESETS)}")
         if not self.source or not self.alignment:
-            raise ValueError("a joint model trains on a source file, a target file and their word alignment")
+            raise MosesRNNError("a joint model trains on a source file, a target file and their word alignment")
         order, window = self.shape("order"), self.shape("source_window")
         if 2 * window + 1 + order > MAX_ORDER:
-            raise ValueError(f"order {order} and source window {window} make n-grams of {2 * window + 1 + order} "
-                             f"words (2 x {window} + 1 source words and {order} target words), more than the "
-                             f"{MAX_ORDER} Moses' n-gram features hold: lower --order or --source-window")
+            raise MosesRNNError(f"order {order} and source window {window} make n-grams of {2 * window + 1 + order} "
+                                f"words (2 x {window} + 1 source words and {order} target words), more than the "
+                                f"{MAX_ORDER} Moses' n-gram features hold: lower --order or --source-window")
         super().__post_init__()
 
     def to_dict(self) -> dict:
@@ -116,11 +117,11 @@ class JointFamily(CSLMFamily):
         """The aligned corpus' examples with the vocabularies of the run (a resumed run keeps its own)."""
         saved = self.saved_model(config, resumed)
         if saved and (saved.order, saved.source_window) != (config.shape("order"), config.shape("source_window")):
-            raise ValueError(f"{config.output_dir}: the saved run has order {saved.order} and source window "
-                             f"{saved.source_window}: continue with those, or start over with --restart")
+            raise MosesRNNError(f"{config.output_dir}: the saved run has order {saved.order} and source window "
+                                f"{saved.source_window}: continue with those, or start over with --restart")
         if saved and saved.orientation != config.orientation:  # the forward one is not in to_dict(): checked here
-            raise ValueError(f"{config.output_dir}: the saved run is {saved.orientation.describe()}: continue with "
-                             f"that, or start over with --restart")
+            raise MosesRNNError(f"{config.output_dir}: the saved run is {saved.orientation.describe()}: continue with "
+                                f"that, or start over with --restart")
         data = load_joint_data(config.source, config.corpus, config.alignment, window=config.shape("source_window"),
                                order=config.shape("order"), target_size=config.shape("target_shortlist"),
                                source_size=config.shape("source_shortlist"), valid_share=config.valid_share,

@@ -6,9 +6,11 @@ import contextlib
 import os
 import signal
 import sys
+import traceback
 
 import click
 
+from ..errors import BUG_NOTE
 from ..version import __version__
 from .analysis import embed, perplexity, report, topk
 from .bilm import bilm
@@ -73,9 +75,17 @@ def run() -> None:
     process of a torchrun run skips that shutdown: the gloo threads that DistributedDataParallel still holds
     can abort it there ("terminate called without an active exception", pytorch/pytorch#190489), its work
     done and its files written.
+
+    An exception that leaves a command is a bug (the user's errors, :class:`~mosesrnn.errors.MosesRNNError`
+    and OSError, end inside it as one line: :class:`~mosesrnn.cli.common.Command`): its traceback is
+    printed, then :data:`~mosesrnn.errors.BUG_NOTE`, and the exit status is 1.
     """
     try:
         main()
+    except Exception:  # a bug: the user can report it, with where it happened
+        traceback.print_exc()
+        print(BUG_NOTE, file=sys.stderr)
+        sys.exit(1)
     except SystemExit as stop:
         for late in (signal.SIGINT, signal.SIGTERM):
             signal.signal(late, signal.SIG_IGN)

@@ -7,6 +7,7 @@ import os
 
 import click
 
+from ..errors import MosesRNNError
 from ..formats.text_file import parallel_lines, text_lines
 from ..io.compressed import atomic_text_output
 from ..models import CSLM, JOINT
@@ -185,7 +186,7 @@ def embed(model_path, num_words, phrase_table, max_phrases, projection, queries,
     else:
         labels = _distinct_sources(phrase_table, max_phrases, encoding, seed)
         if len(labels) < 2:
-            raise ValueError(f"{phrase_table}: {len(labels)} source phrase(s), too few to map (at least 2)")
+            raise MosesRNNError(f"{phrase_table}: {len(labels)} source phrase(s), too few to map (at least 2)")
         vectors = embeddings.phrase_vectors(trained, labels)
     points = embeddings.project(vectors, projection, seed)
     what = "word embeddings e(x)" if num_words else "phrase representations c"

@@ -10,6 +10,7 @@ from typing import Callable
 
 import click
 
+from ..errors import MosesRNNError
 from ..io.atomic import describe_os_error
 from ..io.job import Interrupted, Job
 from ..io.roles import Role
@@ -113,13 +114,14 @@ class Command(click.Command):
     Before the body runs, the :class:`~mosesrnn.io.job.Job` is built from the parameters whose types are
     :class:`~mosesrnn.cli.paths.PathParam` (``derive``, given, first fills the paths that default to
     others: ``binarize``'s output from its table). Bad input, refused outputs and failed reads or
-    writes (ValueError and its kinds: file:line errors, model-file errors, locks; OSError, a dead worker
-    process included; a subclass's ``user_errors``) become one line on stderr and exit status 1; an
-    interrupted run says what it kept and exits with 130 (Ctrl-C) or 143 (SIGTERM). Other exceptions
-    are bugs and keep their traceback.
+    writes (:class:`~mosesrnn.errors.MosesRNNError` and its kinds: file:line errors, model-file errors,
+    locks; OSError, a dead worker process included; a subclass's ``user_errors``) become one line on
+    stderr and exit status 1; an interrupted run says what it kept and exits with 130 (Ctrl-C) or 143
+    (SIGTERM). Other exceptions (a plain ValueError from numpy or torch among them) are bugs: they leave
+    the command with their traceback, which :func:`mosesrnn.cli.run` prints with a line asking for a report.
     """
 
-    user_errors: tuple[type[BaseException], ...] = (ValueError, OSError)
+    user_errors: tuple[type[BaseException], ...] = (MosesRNNError, OSError)
 
     def __init__(self, *args, derive: Callable[[dict], dict] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -210,7 +212,7 @@ def parse_duration(text: str) -> float:
     """Seconds in a duration such as ``90``, ``90s``, ``10m``, ``1h30m`` or ``1.5h``."""
     parts = re.findall(r"(\d+(?:\.\d+)?)([hms]?)", text.strip().lower())
     if not parts or "".join(number + unit for number, unit in parts) != text.strip().lower():
-        raise ValueError(f"not a duration: {text!r} (examples: 600, 90s, 10m, 1h30m)")
+        raise MosesRNNError(f"not a duration: {text!r} (examples: 600, 90s, 10m, 1h30m)")
     return sum(float(number) * {"h": 3600, "m": 60, "s": 1, "": 1}[unit] for number, unit in parts)
 
 
@@ -218,7 +220,7 @@ def duration(ctx, param, value):
     """Click callback: '10m' -> 600.0 seconds."""
     try:
         return None if value is None else parse_duration(value)
-    except ValueError as error:
+    except MosesRNNError as error:
         raise click.BadParameter(str(error)) from None
 
 

@@ -8,6 +8,7 @@ from dataclasses import fields
 import click
 
 from ..encdec.direction import DIRECTIONS
+from ..errors import MosesRNNError
 from ..features.options import NORMALIZERS, UNK_SIDES, FeatureOptions
 from ..features.registry import FEATURES, default_features, parse_feature_names
 from ..models import MODEL_OPTIONS, kind_of
@@ -21,7 +22,7 @@ def check_feature_names(ctx, param, value):
     """``--features rnn,unk`` checked before any file is opened (a usage error)."""
     try:
         return None if value is None else parse_feature_names(value)
-    except ValueError as error:
+    except MosesRNNError as error:
         raise click.BadParameter(str(error)) from None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 from sacrebleu.metrics.bleu import BLEU
 
+from ..errors import MosesRNNError
 from ..formats.moses_ini import read_weights, weights_text
 from ..io.compressed import atomic_output
 from ..tuning.mert import MertOptions
@@ -73,7 +74,7 @@ def rerank(nbest, weights_path, output):
     """
     weights = read_weights(weights_path)
     if not weights:
-        raise ValueError(f"{weights_path}: no 'Name= v1 v2 ...' weight lines")
+        raise MosesRNNError(f"{weights_path}: no 'Name= v1 v2 ...' weight lines")
     with atomic_output(output) as stream:
         for text in rerank_nbest(nbest, weights):
             stream.write(f"{text}\n".encode("utf-8"))

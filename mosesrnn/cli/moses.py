@@ -21,9 +21,8 @@ from moses_integration.route.published import COMMANDS, publish_report
 from moses_integration.route.report_file import REPORT_JSON, REPORT_MD
 from moses_integration.tools import MosesToolError, format_command
 
-from ..bilm.config import EXPORT_FILES as JOINT_EXPORT_FILES
 from ..io.roles import input_file
-from ..models import MODEL_OPTIONS
+from ..models import DECODER_FEATURES, MODEL_OPTIONS
 from .common import DEVICE, DTYPE, QUIET, Command, FiniteFloat, setup_logging
 from .features import check_feature_names, model_options, with_options
 from .paths import (
@@ -75,6 +74,17 @@ def _float_list(ctx, param, value):
 _DEFAULTS_TEXT = ", ".join(f"{name} {weight:+g}" for name, weight in DEFAULT_WEIGHTS.items())
 
 
+def _decoder_feature_options(command):
+    """``--cslm NPLM`` and ``--cslm-weight W``, and the like for each family of the model registry that goes inside
+    the decoder (:data:`~mosesrnn.models.DECODER_FEATURES`), in its order."""
+    for feature in reversed(DECODER_FEATURES.values()):
+        command = click.option(f"--{feature.name}-weight", default=0.1, show_default=True, type=FiniteFloat(),
+                               help=feature.weight_help)(command)
+        kind = PathParam(input_file(*feature.companions)) if feature.companions else INPUT
+        command = click.option(f"--{feature.name}", type=kind, metavar="NPLM", help=feature.help)(command)
+    return command
+
+
 @click.command("moses-ini", cls=MosesCommand)
 @click.argument("ini", type=INPUT)
 @click.option("--table", type=input_with(".json"),
@@ -104,20 +114,11 @@ _DEFAULTS_TEXT = ", ".join(f"{name} {weight:+g}" for name, weight in DEFAULT_WEI
 @click.option("--relative-to", type=PLACE, metavar="DIR",
               help="With --absolute-paths: the directory the ini's relative paths are relative to (default: "
                    "the current directory, where Moses resolves them; often the ini's own folder).")
-@click.option("--cslm", type=INPUT, metavar="NPLM",
-              help="Add the CSLM inside the decoder: a NeuralLM feature (Moses built --with-nplm) reading this NPLM "
-                   "file from `mosesrnn lm export`, its order read from the file, and its weight.")
-@click.option("--cslm-weight", default=0.1, show_default=True, type=FiniteFloat(),
-              help="The NeuralLM feature's initial weight (tune it with `mosesrnn tune`).")
-@click.option("--bilm", type=PathParam(input_file(*JOINT_EXPORT_FILES)), metavar="NPLM",
-              help="Add the joint model inside the decoder: a BilingualNPLM feature (Moses built --with-nplm) reading "
-                   "this file from `mosesrnn bilm export`, its windows and vocabularies from the files beside it.")
-@click.option("--bilm-weight", default=0.1, show_default=True, type=FiniteFloat(),
-              help="The BilingualNPLM feature's initial weight (tune it with `mosesrnn tune`).")
+@_decoder_feature_options
 @click.option("-o", "--output", default="-", show_default=True, type=OUTPUT,
               help="The new moses.ini ('-' for stdout; written whole or not at all; never over INI).")
-def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute_paths, relative_to, cslm,
-              cslm_weight, bilm, bilm_weight, output):
+def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute_paths, relative_to, output,
+              **decoder_options):
     """Point the phrase table of INI at a scored TABLE and add weights for its new columns; or (and)
     make every path of INI absolute.
 
@@ -135,21 +136,23 @@ def moses_ini(ini, table, add, features, weights, feature_name, binary, absolute
       mosesrnn moses-ini moses.rnn.ini --cslm $PWD/lm.nplm -o moses.rnn.cslm.ini
       mosesrnn moses-ini moses.ini --bilm $PWD/bilm.nplm -o moses.bilm.ini
     """
-    _check_moses_ini_options(table, absolute_paths, relative_to, cslm or bilm,
+    decoder = {name: (decoder_options[name], decoder_options[f"{name}_weight"]) for name in DECODER_FEATURES
+               if decoder_options[name] is not None}
+    _check_moses_ini_options(table, absolute_paths, relative_to, bool(decoder),
                              dict(add=add, features=features, weights=weights, feature=feature_name, binary=binary))
     base = (relative_to or os.getcwd()) if absolute_paths else None
-    rewrite = update_moses_ini(ini, table, output, add, features, weights, feature_name, binary, base, cslm,
-                               cslm_weight, bilm, bilm_weight)
+    rewrite = update_moses_ini(ini, table, output, add, features, weights, feature_name, binary, base, decoder)
     for line in rewrite.messages(output):
         click.echo(line, err=True)
 
 
-def _check_moses_ini_options(table, absolute_paths, relative_to, neural, table_options) -> None:
+def _check_moses_ini_options(table, absolute_paths, relative_to, neural: bool, table_options) -> None:
     if relative_to is not None and not absolute_paths:
         raise click.UsageError("--relative-to goes with --absolute-paths")
     if table is None:
-        if not absolute_paths and neural is None:
-            raise click.UsageError("give --table (a scored phrase table to point at), --cslm, --bilm, "
+        if not absolute_paths and not neural:
+            flags = "".join(f"--{name}, " for name in DECODER_FEATURES)
+            raise click.UsageError(f"give --table (a scored phrase table to point at), {flags}"
                                    "--absolute-paths, or several")
         given = [f"--{name}" for name, value in table_options.items() if value is not None]
         if given:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+from ..errors import MosesRNNError
+
 __all__ = ["MAX_ORDER", "LM_PRESETS", "LM_RECIPES", "LM_PLAIN_RECIPE", "CSLMConfig", "lm_config"]
 
 #: The longest n-gram Moses' language-model features hold (moses/TypeDef.h: MAX_NGRAM_SIZE).
@@ -62,12 +64,12 @@ class CSLMConfig:
 
     def __post_init__(self):
         if not 2 <= self.order <= MAX_ORDER:
-            raise ValueError(f"the order must be between 2 and {MAX_ORDER} (the longest n-gram Moses' language "
-                             f"models hold), not {self.order}")
+            raise MosesRNNError(f"the order must be between 2 and {MAX_ORDER} (the longest n-gram Moses' language "
+                                f"models hold), not {self.order}")
         if not self.hidden_dims or min(self.hidden_dims) < 1 or self.embed_dim < 1:
-            raise ValueError("a CSLM needs at least one hidden layer and positive sizes")
+            raise MosesRNNError("a CSLM needs at least one hidden layer and positive sizes")
         if self.vocab_size < 5 or not self.init_range > 0 or self.self_norm < 0:
-            raise ValueError("vocab_size must hold the reserved tokens and a word; init_range > 0; self_norm >= 0")
+            raise MosesRNNError("vocab_size must hold the reserved tokens and a word; init_range > 0; self_norm >= 0")
         object.__setattr__(self, "hidden_dims", tuple(self.hidden_dims))
 
     def to_dict(self) -> dict:
@@ -79,16 +81,16 @@ class CSLMConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> "CSLMConfig":
-        """Rebuild from :meth:`to_dict`; unknown keys raise ValueError."""
+        """Rebuild from :meth:`to_dict`; unknown keys raise MosesRNNError."""
         unknown = sorted(set(values) - {f.name for f in fields(cls)})
         if unknown:
-            raise ValueError(f"unknown CSLM config keys: {', '.join(unknown)}")
+            raise MosesRNNError(f"unknown CSLM config keys: {', '.join(unknown)}")
         return cls(**{**values, "hidden_dims": tuple(values.get("hidden_dims", ()))})
 
 
 def lm_config(preset: str, vocab_size: int, **overrides) -> CSLMConfig:
     """The config of ``preset`` for a vocabulary of ``vocab_size`` (reserved tokens included)."""
     if preset not in LM_PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose one of: {', '.join(LM_PRESETS)}")
+        raise MosesRNNError(f"unknown preset {preset!r}; choose one of: {', '.join(LM_PRESETS)}")
     values = {k: v for k, v in LM_PRESETS[preset].items() if k != "shortlist"}
     return CSLMConfig(vocab_size=vocab_size, **{**values, **{k: v for k, v in overrides.items() if v is not None}})

@@ -22,6 +22,7 @@ from typing import Iterable
 import numpy as np
 import torch
 
+from ..errors import MosesRNNError
 from ..formats.text_file import text_lines
 from ..text.tokenizers import words
 from ..text.vocab import EOS_ID, RESERVED, Vocabulary, shortlist
@@ -104,7 +105,7 @@ def _sentences(path: str, encoding: str) -> list[tuple[int, list[str]]]:
         found = [(line_no, words(text.strip())) for line_no, text in lines]
     found = [(line_no, tokens) for line_no, tokens in found if tokens]
     if not found:
-        raise ValueError(f"{path}: no sentences (the file is empty or holds only blank lines)")
+        raise MosesRNNError(f"{path}: no sentences (the file is empty or holds only blank lines)")
     return found
 
 
@@ -113,7 +114,7 @@ def load_lm_data(corpus: str, *, order: int, vocab_size: int, valid: str | None 
                  vocabulary: Vocabulary | None = None) -> LMData:
     """Read ``corpus`` (and ``valid``), build the shortlist (or take ``vocabulary``), cut the n-grams.
 
-    Raises FileLineError for text that is not ``encoding``, and ValueError for an empty corpus or
+    Raises FileLineError for text that is not ``encoding``, and MosesRNNError for an empty corpus or
     one too small to hold out a validation set and fill one training batch.
     """
     sentences = _sentences(corpus, encoding)
@@ -125,14 +126,15 @@ def load_lm_data(corpus: str, *, order: int, vocab_size: int, valid: str | None 
         train_sentences = [s for (_, s), h in zip(sentences, held) if not h]
         valid_sentences = [s for (_, s), h in zip(sentences, held) if h]
         if not valid_sentences or not train_sentences:
-            raise ValueError(f"{corpus}: {len(sentences)} sentences are too few to hold out {valid_share:.1%} for "
-                             f"validation and train on the rest: give a larger corpus, --valid-share, or --valid FILE")
+            raise MosesRNNError(f"{corpus}: {len(sentences)} sentences are too few to hold out {valid_share:.1%} "
+                                f"for validation and train on the rest: give a larger corpus, --valid-share, or "
+                                "--valid FILE")
     counts = collections.Counter(word for sentence in train_sentences for word in sentence)
     vocabulary = vocabulary or lm_vocabulary(counts, vocab_size)
     bos = vocabulary.stoi[BOS]
     train = ngrams((vocabulary.ids(s) for s in train_sentences), order, bos)
     if len(train) < batch_size:
-        raise ValueError(f"{corpus}: {len(train)} training n-grams, fewer than one batch of {batch_size}")
+        raise MosesRNNError(f"{corpus}: {len(train)} training n-grams, fewer than one batch of {batch_size}")
     covered = sum(count for word, count in counts.items() if word in vocabulary) / max(sum(counts.values()), 1)
     what = f"corpus {corpus}" + (f", validation {valid}" if valid else f" ({valid_share:.1%} held out by hash)")
     return LMData(train, ngrams((vocabulary.ids(s) for s in valid_sentences), order, bos), vocabulary, what, covered)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..errors import MosesRNNError
 from ..formats.nplm import NPLM_NULL, NPLMNetwork, write_nplm_file
 from ..text.vocab import PAD
 from .model import CSLM
@@ -38,24 +39,24 @@ def cslm_network(model: CSLM, itos: Sequence[str]) -> NPLMNetwork:
 
 
 def check_self_normalised(info: dict, path: str) -> None:
-    """Raise ValueError unless the model's mean log Z on its validation text (``info["log_z_mean"]``) is
+    """Raise MosesRNNError unless the model's mean log Z on its validation text (``info["log_z_mean"]``) is
     within +-:data:`SELF_NORMALISED` of 0: its raw scores stand for log-probabilities (in Moses' NeuralLM and
     BilingualNPLM, and in ``score --normalizer skip``), so each word would be off by log Z. Every model family's
     check."""
     mean = info.get("log_z_mean")
     if mean is None:
-        raise ValueError(f"{path}: not validated yet, so whether its scores are log-probabilities is unknown: "
-                         f"train it until its first validation")
+        raise MosesRNNError(f"{path}: not validated yet, so whether its scores are log-probabilities is unknown: "
+                            f"train it until its first validation")
     if abs(mean) > SELF_NORMALISED:
-        raise ValueError(f"{path} is not self-normalised: mean log Z {mean:+.2f} on its validation text (its raw "
-                         f"scores would stand for log-probabilities, every word off by about that much; within "
-                         f"+-{SELF_NORMALISED} is needed): train it with --self-norm 0.1 or more")
+        raise MosesRNNError(f"{path} is not self-normalised: mean log Z {mean:+.2f} on its validation text (its raw "
+                            f"scores would stand for log-probabilities, every word off by about that much; within "
+                            f"+-{SELF_NORMALISED} is needed): train it with --self-norm 0.1 or more")
 
 
 def export_cslm(model_path: str, output: str) -> TrainedCSLM:
     """Write the CSLM file ``model_path`` to ``output`` in NPLM's format for Moses' NeuralLM.
 
-    Raises ValueError for a ``.gz`` name or a model that is not self-normalised.
+    Raises MosesRNNError for a ``.gz`` name or a model that is not self-normalised.
     Returns the exported model."""
     trained = load_cslm(model_path)
     check_self_normalised(trained.info, model_path)

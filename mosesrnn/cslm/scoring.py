@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ..errors import MosesRNNError
 from ..formats.phrase_table import MOSES_FLOOR
 from ..text.vocab import UNK_ID
 from .data import BOS, ngrams
@@ -101,10 +102,10 @@ def ngram_stats(model: CSLM, data, batch_size: int = 1024, unknown: int = UNK_ID
 
 
 def text_stats(trained: TrainedCSLM, sentences: Sequence[str], path: str = "the text") -> NgramStats:
-    """:class:`NgramStats` of tokenised sentences (blank ones skipped); raises ValueError when there are none."""
+    """:class:`NgramStats` of tokenised sentences (blank ones skipped); raises MosesRNNError when there are none."""
     sentences = [text for text in sentences if text.strip()]
     if not sentences:
-        raise ValueError(f"{path}: no sentences to measure (it is empty, or holds blank lines only)")
+        raise MosesRNNError(f"{path}: no sentences to measure (it is empty, or holds blank lines only)")
     data = ngrams((trained.codec.ids(text) for text in sentences), trained.model.config.order,
                   trained.codec.vocabulary.stoi[BOS])
     return ngram_stats(trained.model, data)

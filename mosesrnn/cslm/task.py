@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..errors import MosesRNNError
 from ..models import CSLM as CSLM_KIND
 from ..runtime.devices import resolve_device
 from ..text.codec import Codec
@@ -80,12 +81,12 @@ class CSLMTrainConfig(RunConfig):
 
     def __post_init__(self):
         if self.preset not in LM_PRESETS:
-            raise ValueError(f"unknown preset {self.preset!r}; choose one of: {', '.join(LM_PRESETS)}")
+            raise MosesRNNError(f"unknown preset {self.preset!r}; choose one of: {', '.join(LM_PRESETS)}")
         if self.setting("estimator") not in ("softmax", "nce") or self.setting("output_bias") not in ("uniform",
                                                                                                      "unigram"):
-            raise ValueError(f"unknown estimator {self.estimator!r} or output_bias {self.output_bias!r}")
+            raise MosesRNNError(f"unknown estimator {self.estimator!r} or output_bias {self.output_bias!r}")
         if not 0 <= self.setting("dropout") < 1 or self.setting("noise_samples") < 1 or self.setting("batch_size") < 1:
-            raise ValueError("dropout must be in [0, 1), noise_samples and batch_size positive")
+            raise MosesRNNError("dropout must be in [0, 1), noise_samples and batch_size positive")
 
     def setting(self, name: str):
         """A training option: the one given, else the preset's recipe's (:data:`LM_RECIPES`)."""

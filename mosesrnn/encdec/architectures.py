@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
+from ..errors import MosesRNNError
+
 __all__ = ["Setting", "Architecture", "ARCHITECTURES", "architecture"]
 
 
@@ -24,13 +26,13 @@ class Setting:
     above: bool = False
 
     def check(self, name: str, value) -> None:
-        """Raise ValueError if ``value`` is out of bounds."""
+        """Raise MosesRNNError if ``value`` is out of bounds."""
         numeric = (int, float) if isinstance(self.default, float) else (int,)
         if isinstance(value, bool) or not isinstance(value, numeric):
-            raise ValueError(f"{name} must be a {'number' if len(numeric) == 2 else 'whole number'}, got {value!r}")
+            raise MosesRNNError(f"{name} must be a {'number' if len(numeric) == 2 else 'whole number'}, got {value!r}")
         if value < self.minimum or (self.above and value == self.minimum):
             bound = f"above {self.minimum}" if self.above else f"at least {self.minimum}"
-            raise ValueError(f"{name} must be {bound}, got {value}")
+            raise MosesRNNError(f"{name} must be {bound}, got {value}")
 
 
 @dataclass(frozen=True)
@@ -47,11 +49,11 @@ class Architecture:
     c14_sizes: bool = True
 
     def options(self, given: dict) -> dict:
-        """``given`` completed with the defaults, each checked; raises ValueError for an unknown name."""
+        """``given`` completed with the defaults, each checked; raises MosesRNNError for an unknown name."""
         unknown = sorted(set(given) - set(self.settings))
         if unknown:
             known = ", ".join(self.settings) or "none"
-            raise ValueError(f"the {self.name} encoder has no setting {', '.join(unknown)} (its settings: {known})")
+            raise MosesRNNError(f"the {self.name} encoder has no setting {', '.join(unknown)} (its settings: {known})")
         options = {name: given.get(name, setting.default) for name, setting in self.settings.items()}
         for name, value in options.items():
             self.settings[name].check(name, value)
@@ -101,7 +103,7 @@ ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
 
 
 def architecture(name: str) -> Architecture:
-    """The architecture called ``name``; raises ValueError naming the known ones."""
+    """The architecture called ``name``; raises MosesRNNError naming the known ones."""
     if name not in ARCHITECTURES:
-        raise ValueError(f"unknown encoder {name!r} (known: {', '.join(ARCHITECTURES)})")
+        raise MosesRNNError(f"unknown encoder {name!r} (known: {', '.join(ARCHITECTURES)})")
     return ARCHITECTURES[name]

@@ -33,6 +33,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
+from ..errors import MosesRNNError
 from .config import ModelConfig
 from .decoder import C14Decoder, SequenceTerms, per_pair
 from .encoders import Encoder
@@ -239,18 +240,18 @@ class AttentionDecoder(nn.Module):
         return log_p.masked_fill(~lengths_mask(trg_lengths, trg.size(1)), 0.0)
 
     def sequence_log_prob(self, ctx: AttentionContext, trg: Tensor, trg_lengths: Tensor,
-                          row_block: int = 512, normaliser: str = "exact", lengths=None) -> Tensor:
+                          row_block: int = 512, normalizer: str = "exact", lengths=None) -> Tensor:
         """log p(y | x) of targets (B, T) ending in EOS, in the fast scoring order (C14's: rows sorted by
         length, the recurrence on the rows still going, the output layer blockwise on the real positions);
-        (B,). ``normaliser="skip"``: the targets' raw scores g_y . t + b_y (a self-normalised model's).
+        (B,). ``normalizer="skip"``: the targets' raw scores g_y . t + b_y (a self-normalised model's).
         ``lengths``: the host's copy of ``trg_lengths``, where the caller has one (:mod:`~mosesrnn.encdec.packing`)."""
         order, rows, t_pooled, targets = self._packed_readout(ctx, trg, trg_lengths, lengths)
-        if normaliser == "skip":
+        if normalizer == "skip":
             token_scores = self._target_logits(self.G_r(t_pooled), targets)
-        elif normaliser == "exact":
+        elif normalizer == "exact":
             token_scores = self._target_log_probs(t_pooled, targets, row_block)
         else:
-            raise ValueError(f"normaliser must be exact or skip, not {normaliser!r}")
+            raise MosesRNNError(f"normalizer must be exact or skip, not {normalizer!r}")
         return per_pair(token_scores, rows, order)
 
     def sequence_terms(self, ctx: AttentionContext, trg: Tensor, trg_lengths: Tensor,

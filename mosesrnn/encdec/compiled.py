@@ -27,6 +27,8 @@ from typing import Callable, Iterator
 
 import torch
 
+from ..errors import MosesRNNError
+
 __all__ = ["COMPILE_MODES", "compile_mode", "compiled_steps", "recurrent_step", "row_bucket", "active_rows"]
 
 COMPILE_MODES = ("none", "default", "reduce-overhead")
@@ -42,7 +44,7 @@ def compile_mode(mode: str | bool | None, device: str) -> str | None:
     if mode in (None, False, "none"):
         return None
     if mode not in COMPILE_MODES:
-        raise ValueError(f"compile must be one of {', '.join(COMPILE_MODES)}, not {mode!r}")
+        raise MosesRNNError(f"compile must be one of {', '.join(COMPILE_MODES)}, not {mode!r}")
     if mode == "reduce-overhead" and torch.device(device).type != "cuda":
         return "default"  # no CUDA graphs on a CPU: the fused step alone
     return mode

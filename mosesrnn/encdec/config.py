@@ -8,13 +8,19 @@ rank-100 word embeddings, 500 maxout units pooling 2 inputs each, a rank-100 out
 
 from dataclasses import asdict, dataclass, field, fields
 
+from ..errors import MosesRNNError
 from ..text.vocab import EOS_ID, PAD_ID, RESERVED, UNK_ID
 from .architectures import architecture
 
 __all__ = ["PAD_ID", "UNK_ID", "EOS_ID", "NUM_RESERVED_IDS", "PRESETS", "OPTIMIZERS", "RECIPES", "PLAIN_RECIPE",
-           "ModelConfig", "preset_shortlist", "model_config"]
+           "ModelConfig", "preset_shortlist", "model_config", "NORMALIZERS"]
 
 NUM_RESERVED_IDS = len(RESERVED)
+
+#: How a scorer treats the softmax normaliser (``score --normalizer``, ``FeatureOptions.normalizer``): ``exact``
+#: computes log Z at every position (log p); ``skip`` leaves it out and reads the target's raw score
+#: g_y . s + b_y (a self-normalised model's log p, give or take its log Z). The one definition.
+NORMALIZERS = ("exact", "skip")
 
 PRESETS = {
     # The paper's sizes (Sec. 4.1.1); the shortlist is 15,000 words per side.
@@ -79,14 +85,14 @@ class ModelConfig:
         object.__setattr__(self, "options", architecture(self.encoder).options(dict(self.options)))
         for name in ("src_vocab_size", "trg_vocab_size"):
             if getattr(self, name) < NUM_RESERVED_IDS:
-                raise ValueError(f"{name} must be at least {NUM_RESERVED_IDS} (the reserved ids), "
-                                 f"got {getattr(self, name)}")
+                raise MosesRNNError(f"{name} must be at least {NUM_RESERVED_IDS} (the reserved ids), "
+                                    f"got {getattr(self, name)}")
         for name in ("embed_dim", "hidden_dim", "maxout_units", "output_rank"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+                raise MosesRNNError(f"{name} must be positive, got {getattr(self, name)}")
         for name in ("init_std", "recurrent_init_scale"):
             if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+                raise MosesRNNError(f"{name} must be positive, got {getattr(self, name)}")
 
     def to_dict(self) -> dict:
         """Return the configuration as a plain dict (for checkpoints and logs)."""
@@ -94,20 +100,20 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> "ModelConfig":
-        """Build a configuration from `to_dict` output; unknown keys raise ValueError."""
+        """Build a configuration from `to_dict` output; unknown keys raise MosesRNNError."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"unknown model config keys: {', '.join(unknown)}")
+            raise MosesRNNError(f"unknown model config keys: {', '.join(unknown)}")
         missing = sorted(n for n in ("src_vocab_size", "trg_vocab_size") if n not in values)
         if missing:
-            raise ValueError(f"missing model config keys: {', '.join(missing)}")
+            raise MosesRNNError(f"missing model config keys: {', '.join(missing)}")
         return cls(**values)
 
 
 def _preset(preset: str) -> dict:
     if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose one of: {', '.join(sorted(PRESETS))}")
+        raise MosesRNNError(f"unknown preset {preset!r}; choose one of: {', '.join(sorted(PRESETS))}")
     return PRESETS[preset]
 
 
@@ -119,12 +125,12 @@ def preset_shortlist(preset: str) -> int:
 def model_config(preset: str, src_vocab_size: int, trg_vocab_size: int, **overrides) -> ModelConfig:
     """Return the ModelConfig of `preset` with the given vocabulary sizes and overrides.
 
-    Raises ValueError for an unknown preset or an override that is not a ModelConfig field.
+    Raises MosesRNNError for an unknown preset or an override that is not a ModelConfig field.
     """
     values = {k: v for k, v in _preset(preset).items() if k != "shortlist"}
     known = {f.name for f in fields(ModelConfig)} - {"src_vocab_size", "trg_vocab_size"}
     unknown = sorted(set(overrides) - known)
     if unknown:
-        raise ValueError(f"unknown model config keys: {', '.join(unknown)}")
+        raise MosesRNNError(f"unknown model config keys: {', '.join(unknown)}")
     values.update(overrides)
     return ModelConfig(src_vocab_size=src_vocab_size, trg_vocab_size=trg_vocab_size, **values)

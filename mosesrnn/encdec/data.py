@@ -25,6 +25,7 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
+from ..errors import MosesRNNError
 from ..formats.phrase_table import read_entries
 from ..formats.text_file import parallel_lines
 from ..text.codec import Codec, CodecPair
@@ -176,7 +177,7 @@ def _finish(collector: _Collector, tokenizers: tuple[Tokenizer, Tokenizer], voca
             description: str) -> TrainingData:
     """Build vocabularies, map ids, split by input-phrase hash and orient for the model."""
     if not collector.hashes:
-        raise ValueError(f"{description}: no usable pairs")
+        raise MosesRNNError(f"{description}: no usable pairs")
     given = vocabularies or VocabularyPair(None, None)
     src_vocab, src_ids, src_offsets = collector.side(0, vocab_size, given.source)
     trg_vocab, trg_ids, trg_offsets = collector.side(1, vocab_size, given.target)
@@ -197,22 +198,22 @@ def split_share(hashes: np.ndarray, valid_share: float | None, valid_size: int |
 
     With ``valid_size`` the smallest hashes are taken until at least that many pairs are held
     out (all pairs of an input phrase go together); otherwise hashes below ``valid_share`` of
-    the hash range (:func:`~mosesrnn.train.validation.held_out`). Raises ValueError if either set would be
+    the hash range (:func:`~mosesrnn.train.validation.held_out`). Raises MosesRNNError if either set would be
     empty.
     """
     if valid_size is not None:
         if not 0 < valid_size < len(hashes):
-            raise ValueError(f"valid_size must be between 1 and {len(hashes) - 1} (pairs read), "
-                             f"got {valid_size}")
+            raise MosesRNNError(f"valid_size must be between 1 and {len(hashes) - 1} (pairs read), "
+                                f"got {valid_size}")
         threshold = np.partition(hashes, valid_size - 1)[valid_size - 1]
         held_out = hashes <= threshold
     else:
         if not 0 < (valid_share or 0) < 1:
-            raise ValueError(f"valid_share must be between 0 and 1, got {valid_share}")
+            raise MosesRNNError(f"valid_share must be between 0 and 1, got {valid_share}")
         held_out = held_out_by_hash(hashes, valid_share)
     if held_out.all() or not held_out.any():
-        raise ValueError(f"the validation split leaves an empty set ({int(held_out.sum())} of "
-                         f"{len(hashes)} pairs held out); change valid_share or valid_size")
+        raise MosesRNNError(f"the validation split leaves an empty set ({int(held_out.sum())} of "
+                            f"{len(hashes)} pairs held out); change valid_share or valid_size")
     return held_out
 
 
@@ -225,7 +226,7 @@ def load_table(path: str, *, direction: str = SOURCE_TO_TARGET, vocabularies: Vo
 
     ``tokenizers`` cut the (source, target) sides into tokens. Without ``vocabularies`` the
     ``vocab_size`` most frequent tokens per side are kept. Raises PhraseTableError,
-    FileNotFoundError or ValueError.
+    FileNotFoundError or MosesRNNError.
     """
     collector = _Collector(_reverse(direction), max_len)
     with read_entries(path, encoding) as entries:
@@ -242,7 +243,7 @@ def load_corpus(source_path: str, target_path: str, *, direction: str = SOURCE_T
                 progress: Callable[[Iterable], Iterable] = iter) -> TrainingData:
     """Read a sentence-aligned corpus: line i of ``source_path`` translates line i of ``target_path``.
 
-    Raises FileNotFoundError, or ValueError if the files differ in length or are not ``encoding``.
+    Raises FileNotFoundError, or MosesRNNError if the files differ in length or are not ``encoding``.
     """
     collector = _Collector(_reverse(direction), max_len)
     with parallel_lines((source_path, target_path), encoding) as rows:

@@ -15,19 +15,14 @@ from typing import NamedTuple, Sequence
 import torch
 from torch import Tensor, nn
 
+from ..errors import MosesRNNError
 from .compiled import active_rows, recurrent_step
-from .config import ModelConfig
+from .config import NORMALIZERS, ModelConfig
 from .encoders import EncoderOutput
 from .layers import at_least_float32, gru_update, lengths_mask, log_normaliser
 from .packing import host_lengths, packing
 
-__all__ = ["DecoderContext", "SequenceTerms", "NORMALISERS", "per_pair", "C14Decoder"]
-
-#: How a scorer treats the softmax normaliser: ``exact`` computes log Z at every position (log p);
-#: ``skip`` leaves it out and reads the target's raw score g_y . s + b_y (a self-normalised model's
-#: log p, give or take its log Z).
-NORMALISERS = ("exact", "skip")
-
+__all__ = ["DecoderContext", "SequenceTerms", "per_pair", "C14Decoder"]
 
 class SequenceTerms(NamedTuple):
     """Per-pair sums over the predicted positions t of a target (EOS included), each shape (B,).
@@ -150,7 +145,7 @@ class C14Decoder(nn.Module):
         return log_p.masked_fill(~mask, 0.0)
 
     def sequence_log_prob(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor,
-                          row_block: int = 512, normaliser: str = "exact", lengths=None) -> Tensor:
+                          row_block: int = 512, normalizer: str = "exact", lengths=None) -> Tensor:
         """log p(y | x) of targets (B, T) ending in EOS, evaluated in the order fastest for scoring; (B,).
 
         The same equations as :meth:`token_log_probs`, three changes of evaluation order: (1) rows
@@ -161,7 +156,7 @@ class C14Decoder(nn.Module):
         cache, and the target's logit is the row-wise dot g_y . s (the full log_softmax is never
         materialised). States, gates and the normaliser are at least float32, also under bf16.
 
-        ``normaliser="skip"`` (a self-normalised model, see :data:`NORMALISERS`): the sum of the
+        ``normalizer="skip"`` (a self-normalised model, see :data:`~mosesrnn.encdec.config.NORMALIZERS`): the sum of the
         targets' raw scores g_y . s + b_y, the rows of G_l gathered for the target ids alone; no
         (N, K) matmul, no normaliser. It equals log p(y | x) + the sum of log Z over the positions.
 
@@ -169,12 +164,12 @@ class C14Decoder(nn.Module):
         the positions are then worked out without reading the device back (:mod:`~mosesrnn.encdec.packing`).
         """
         order, rows, s_pooled, targets = self._packed_readout(ctx, trg, trg_lengths, lengths)
-        if normaliser == "skip":
+        if normalizer == "skip":
             token_scores = self._target_logits(self.G_r(s_pooled), targets)  # (N,)
-        elif normaliser == "exact":
+        elif normalizer == "exact":
             token_scores = self._target_log_probs(s_pooled, targets, row_block)  # (N,)
         else:
-            raise ValueError(f"normaliser must be one of {', '.join(NORMALISERS)}, not {normaliser!r}")
+            raise MosesRNNError(f"normalizer must be one of {', '.join(NORMALIZERS)}, not {normalizer!r}")
         return per_pair(token_scores, rows, order)
 
     def sequence_terms(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor,

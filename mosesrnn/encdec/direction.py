@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+from ..errors import MosesRNNError
+
 __all__ = ["SOURCE_TO_TARGET", "TARGET_TO_SOURCE", "DIRECTIONS", "check_direction", "orient", "opposite",
            "probability"]
 
@@ -18,9 +20,9 @@ T = TypeVar("T")
 
 
 def check_direction(direction: str) -> str:
-    """Return ``direction`` if it is one of :data:`DIRECTIONS`; raise ValueError otherwise."""
+    """Return ``direction`` if it is one of :data:`DIRECTIONS`; raise MosesRNNError otherwise."""
     if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
+        raise MosesRNNError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
     return direction
 
 

@@ -4,7 +4,7 @@
 (:data:`~mosesrnn.encdec.architectures.ARCHITECTURES`: the C14 decoder, or an RCTM's recurrent
 language model); the rest of the code talks to :class:`EncoderDecoder` only and never asks which it has.
 Every decoder offers ``context``, ``initial_state``, ``token_log_probs``, ``sequence_log_prob`` (with
-its ``normaliser``: exact or skip), ``sequence_terms`` and ``step``; its context has ``index_select`` and ``cat``.
+its ``normalizer``: exact or skip), ``sequence_terms`` and ``step``; its context has ``index_select`` and ``cat``.
 Biases, which the paper omits "to make the equations uncluttered", sit on the input-side
 Linears and on the output layer; the recurrent matrices U have none.
 
@@ -93,12 +93,12 @@ class EncoderDecoder(nn.Module):
         return self.decoder.sequence_log_prob(ctx, trg, trg_lengths)
 
     def score_log_prob(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor,
-                       normaliser: str = "exact", lengths=None) -> Tensor:
+                       normalizer: str = "exact", lengths=None) -> Tensor:
         """log p(y | x) of targets (B, T) against contexts (B rows), in the fast scoring order; (B,).
-        ``normaliser="skip"``: the targets' raw scores without the softmax normaliser (a self-normalised
+        ``normalizer="skip"``: the targets' raw scores without the softmax normaliser (a self-normalised
         model: log p + the sum of log Z over the positions). ``lengths``: the host's copy of ``trg_lengths``
         (numpy), so that a GPU is not read back to order the batch (:mod:`mosesrnn.encdec.packing`)."""
-        return self.decoder.sequence_log_prob(ctx, trg, trg_lengths, normaliser=normaliser, lengths=lengths)
+        return self.decoder.sequence_log_prob(ctx, trg, trg_lengths, normalizer=normalizer, lengths=lengths)
 
     def score_token_log_probs(self, ctx: DecoderContext, trg: Tensor, trg_lengths: Tensor) -> Tensor:
         """log p(y_t | y_<t, x) of each step of targets (B, T) against contexts (B rows); (B, T), 0 at padding."""

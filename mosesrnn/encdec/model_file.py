@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import MosesRNNError
 from ..io.model_store import ModelFileError, file_digest, load_weights, read_model_file, save_file
 from ..models import ENCODER_DECODER
 from ..text.codec import Codec, CodecPair
@@ -107,14 +108,14 @@ def _from_version_1(checkpoint: dict) -> dict:
         for old, new in _V1_PREFIXES.items():
             if name.startswith(old):
                 return new + name[len(old):]
-        raise ValueError(f"version-1 model file with an unknown parameter {name!r}")
+        raise MosesRNNError(f"version-1 model file with an unknown parameter {name!r}")
 
     try:
         words = checkpoint.pop("vocabularies")
         text = {side: {"tokenizer": MosesWords().to_dict(), "vocabulary": words[side]}
                 for side in ("source", "target")}
     except (KeyError, TypeError):
-        raise ValueError("a version-1 model file without vocabularies") from None
+        raise MosesRNNError("a version-1 model file without vocabularies") from None
     return {**checkpoint, "format_version": 2, "text": text,
             "config": {"encoder": "gru", **checkpoint["config"]},
             "state_dict": {renamed(name): tensor for name, tensor in checkpoint["state_dict"].items()}}

@@ -41,6 +41,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
+from ..errors import MosesRNNError
 from .config import EOS_ID, ModelConfig
 from .convolution import KernelBank, csm_plan, grouped, invert_plan, plan_columns
 from .decoder import SequenceTerms, per_pair
@@ -169,20 +170,20 @@ class RecurrentLMDecoder(nn.Module):
         return pack.order, pack.rows, torch.cat(states), trg[pack.rows, pack.steps]
 
     def _packed_log_probs(self, ctx, trg: Tensor, steps: Tensor, row_block: int,
-                          normaliser: str = "exact", host_steps=None) -> Tensor:
+                          normalizer: str = "exact", host_steps=None) -> Tensor:
         """Sum over each row's first ``steps`` positions of log P(y_t), in the fast scoring order; (B,).
 
         Rows sorted by decreasing length, the recurrence runs on the rows still going, and the
         output layer on the real positions only, its normaliser blockwise (as C14's scorer does).
-        ``normaliser="skip"``: the raw scores o_{y_t} alone, the rows of O of the targets gathered.
+        ``normalizer="skip"``: the raw scores o_{y_t} alone, the rows of O of the targets gathered.
         """
         order, rows, h, targets = self._packed_states(ctx, trg, steps, host_steps)
-        if normaliser == "skip":
+        if normalizer == "skip":
             token_scores = self._target_logits(h, targets)
-        elif normaliser == "exact":
+        elif normalizer == "exact":
             token_scores = self._target_log_probs(h, targets, row_block)
         else:
-            raise ValueError(f"normaliser must be exact or skip, not {normaliser!r}")
+            raise MosesRNNError(f"normalizer must be exact or skip, not {normalizer!r}")
         return per_pair(token_scores, rows, order)
 
     def _packed_terms(self, ctx, trg: Tensor, steps: Tensor, row_block: int) -> SequenceTerms:
@@ -243,11 +244,11 @@ class RCTM1Decoder(RecurrentLMDecoder):
         return log_p.masked_fill(~lengths_mask(trg_lengths, trg.size(1)), 0.0)
 
     def sequence_log_prob(self, ctx: RCTM1Context, trg: Tensor, trg_lengths: Tensor,
-                          row_block: int = 512, normaliser: str = "exact", lengths=None) -> Tensor:
-        """log P(y | e) of targets (B, T) ending in EOS, in the fast scoring order; (B,). ``normaliser="skip"``:
+                          row_block: int = 512, normalizer: str = "exact", lengths=None) -> Tensor:
+        """log P(y | e) of targets (B, T) ending in EOS, in the fast scoring order; (B,). ``normalizer="skip"``:
         the sum of the raw scores o_y instead (a self-normalised model's). ``lengths``: the host's copy of
         ``trg_lengths``, where the caller has one."""
-        return self._packed_log_probs(ctx, trg, trg_lengths, row_block, normaliser, lengths)
+        return self._packed_log_probs(ctx, trg, trg_lengths, row_block, normalizer, lengths)
 
     def sequence_terms(self, ctx: RCTM1Context, trg: Tensor, trg_lengths: Tensor,
                        row_block: int = 512) -> SequenceTerms:
@@ -320,13 +321,13 @@ class RCTM2Decoder(RecurrentLMDecoder):
         return log_p + at_eos * poisson_log_prob(m, ctx.log_lambda).unsqueeze(1)
 
     def sequence_log_prob(self, ctx: RCTM2Context, trg: Tensor, trg_lengths: Tensor,
-                          row_block: int = 512, normaliser: str = "exact", lengths=None) -> Tensor:
+                          row_block: int = 512, normalizer: str = "exact", lengths=None) -> Tensor:
         """log P(m | k) + log P(y | m, e) of targets (B, T) ending in EOS, fast scoring order; (B,).
-        ``normaliser="skip"``: the word positions' raw scores o_y instead of their log P (the length
+        ``normalizer="skip"``: the word positions' raw scores o_y instead of their log P (the length
         term, a Poisson, is normalised already)."""
         m = trg_lengths - 1
         host_m = None if lengths is None else lengths - 1  # icgm still reads m back (a wait per batch on a GPU)
-        return (self._packed_log_probs(ctx, trg, m, row_block, normaliser, host_m)
+        return (self._packed_log_probs(ctx, trg, m, row_block, normalizer, host_m)
                 + poisson_log_prob(m, ctx.log_lambda))
 
     def sequence_terms(self, ctx: RCTM2Context, trg: Tensor, trg_lengths: Tensor,

@@ -16,7 +16,7 @@ once. Model, batching and dtype are fixed for the whole run.
 ``compile`` runs the recurrent steps compiled (:mod:`~mosesrnn.encdec.compiled`: ``torch.compile``, and CUDA
 graphs on a GPU); off by default, the values of the eager path are written byte for byte.
 
-With ``normaliser="skip"`` (a model trained self-normalised, ``train --self-norm``) the decoder reads
+With ``normalizer="skip"`` (a model trained self-normalised, ``train --self-norm``) the decoder reads
 the targets' raw scores g_y . s + b_y: only the rows of the output matrix G_l of the target ids, gathered
 per batch, and no K-way normaliser (Devlin et al. 2014). Everything else is as above: each distinct
 source is encoded once, its context shared by its targets. The value is log p(y | x) + the sum of
@@ -33,12 +33,14 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ..errors import MosesRNNError
 from ..runtime.devices import resolve_device
 from ..runtime.precision import precision
 from ..text.id_arrays import IdArrays, length_batches
 from .compiled import compile_mode, compiled_steps
+from .config import NORMALIZERS
 from .data import PairSet
-from .decoder import NORMALISERS, DecoderContext
+from .decoder import DecoderContext
 from .direction import probability
 from .model import EncoderDecoder
 from .model_file import TrainedEncoderDecoder
@@ -53,7 +55,7 @@ class PairScorer:
 
     ``direction`` must equal the model's (None takes the model's): a ``target-to-source`` model
     reads the table's target phrase and scores p(source | target). With ``length_normalize``
-    log p is divided by the number of predicted tokens (tokens + EOS). ``normaliser``: ``exact`` (log p)
+    log p is divided by the number of predicted tokens (tokens + EOS). ``normalizer``: ``exact`` (log p)
     or ``skip`` (the raw score of a self-normalised model, see the module docstring; the caller checks
     that the model is one). ``name`` says in errors which model it is (the rnn column's, the rnn-rev
     column's). ``encoder`` turns text into the ids :meth:`score` reads (picklable, for worker processes).
@@ -63,28 +65,28 @@ class PairScorer:
 
     def __init__(self, trained: TrainedEncoderDecoder, *, direction: str | None = None, device: str = "cpu",
                  dtype: str = "fp32", batch_tokens: int = 4096, length_normalize: bool = False,
-                 normaliser: str = "exact", name: str = "rnn", compile: bool | str = False):
+                 normalizer: str = "exact", name: str = "rnn", compile: bool | str = False):
         if direction is not None and direction != trained.direction:
-            raise ValueError(f"the {name} model was trained {trained.direction} (it scores "
-                             f"{probability(trained.direction)}), not {direction}")
-        if normaliser not in NORMALISERS:
-            raise ValueError(f"normalizer must be one of {', '.join(NORMALISERS)}, not {normaliser!r}")
+            raise MosesRNNError(f"the {name} model was trained {trained.direction} (it scores "
+                                f"{probability(trained.direction)}), not {direction}")
+        if normalizer not in NORMALIZERS:
+            raise MosesRNNError(f"normalizer must be one of {', '.join(NORMALIZERS)}, not {normalizer!r}")
         self.trained, self.direction = trained, trained.direction
         self.device, self.batch_tokens = resolve_device(device), batch_tokens
         self.precision = precision(dtype, self.device)
         self.dtype = self.precision.name  # auto resolved: the signature says what ran
-        self.length_normalize, self.normaliser = length_normalize, normaliser
+        self.length_normalize, self.normalizer = length_normalize, normalizer
         self.compile = compile_mode(compile, self.device)  # None: eager
         self.encoder = PairEncoder(trained.input_codec, trained.output_codec, trained.direction)
         # skipping the normaliser, the output matrix is read by rows (a gather): it stays float under int8
         output_layer = f"decoder.{trained.model.decoder.output_layer}"
-        self.model = self.precision.prepare(trained.model, keep_float=(output_layer,) if normaliser == "skip" else ())
+        self.model = self.precision.prepare(trained.model, keep_float=(output_layer,) if normalizer == "skip" else ())
 
     def settings(self) -> dict:
         """Model digest and every setting that changes the values (the batch size and the device move
         them by float rounding alone, about 1e-6: not these)."""
         return {"model": self.trained.digest, "direction": self.direction, "dtype": self.dtype,
-                "length_normalize": self.length_normalize, "normalizer": self.normaliser}
+                "length_normalize": self.length_normalize, "normalizer": self.normalizer}
 
     def log_probs(self, pairs: Sequence[Pair]) -> list[float]:
         """log p(output side | input side) of every pair (anything with ``.source`` and ``.target`` text, in
@@ -154,7 +156,7 @@ class PairScorer:
             padded, lengths = outputs.padded(batch, True)  # on the host: (b, T), (b,), EOS appended
             trg, trg_lengths = self._copied(padded), self._copied(lengths)
             ctx = context.index_select(rows[start:start + len(batch)])
-            value = self.model.score_log_prob(ctx, trg, trg_lengths, normaliser=self.normaliser, lengths=lengths)
+            value = self.model.score_log_prob(ctx, trg, trg_lengths, normalizer=self.normalizer, lengths=lengths)
             if self.length_normalize:
                 value = value / trg_lengths
             values.append(value.double())

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ..errors import MosesRNNError
 from ..text.vocab import EOS_ID, PAD_ID, UNK_ID
 from .model import EncoderDecoder
 
@@ -104,7 +105,7 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_lengths: Tensor, beam_si
     sentence's ``k - finished`` best extensions, and moves those ending in EOS to its finished list.
     """
     if not 1 <= nbest <= beam_size:
-        raise ValueError(f"nbest must be between 1 and the beam size {beam_size}, not {nbest}")
+        raise MosesRNNError(f"nbest must be between 1 and the beam size {beam_size}, not {nbest}")
     k, B, device = beam_size, src.size(0), src.device
     limit = max_lengths(src_lengths) if limit is None else limit
     sentences = torch.arange(B, device=device)  # which input sentence each active sentence is

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..errors import MosesRNNError
 from ..formats.phrase_table import count_scores
 from ..models import ENCODER_DECODER
 from ..runtime.devices import resolve_device
@@ -96,22 +97,22 @@ class EncoderDecoderTrainConfig(RunConfig):
 
     def __post_init__(self):
         if (self.table is None) == (self.corpus is None):
-            raise ValueError("give exactly one of a phrase table or a corpus (source and target file)")
+            raise MosesRNNError("give exactly one of a phrase table or a corpus (source and target file)")
         if self.resume not in RESUME_MODES:
-            raise ValueError(f"resume must be one of {', '.join(RESUME_MODES)}, not {self.resume!r}")
+            raise MosesRNNError(f"resume must be one of {', '.join(RESUME_MODES)}, not {self.resume!r}")
         for name in ("batch_size", "valid_every", "valid_batch_size", "patience"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+                raise MosesRNNError(f"{name} must be positive, got {getattr(self, name)}")
         if self.clip_norm is not None and not self.clip_norm > 0:
-            raise ValueError(f"clip_norm must be positive, got {self.clip_norm}")
+            raise MosesRNNError(f"clip_norm must be positive, got {self.clip_norm}")
         if self.dtype not in ("fp32", "bf16"):
-            raise ValueError(f"dtype must be fp32 or bf16 for training, not {self.dtype!r}")
+            raise MosesRNNError(f"dtype must be fp32 or bf16 for training, not {self.dtype!r}")
         if self.lr_decay not in (None, "none", "linear", "cosine") or self.output_bias not in (None, "zero", "unigram"):
-            raise ValueError(f"unknown lr_decay {self.lr_decay!r} or output_bias {self.output_bias!r}")
+            raise MosesRNNError(f"unknown lr_decay {self.lr_decay!r} or output_bias {self.output_bias!r}")
         if self.optimizer is not None and self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
+            raise MosesRNNError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
         if self.self_norm is not None and not self.self_norm >= 0:
-            raise ValueError(f"self_norm must be 0 or more, got {self.self_norm}")
+            raise MosesRNNError(f"self_norm must be 0 or more, got {self.self_norm}")
         if not self.self_norm:  # 0 is off: the run's config (and its resume check) as without the option
             self.self_norm = None
 
@@ -338,7 +339,7 @@ def train_encoder_decoder(config: EncoderDecoderTrainConfig, should_stop=None) -
     """Train (or resume) a model into ``config.output_dir``; see the module docstring.
 
     ``should_stop(updates)`` is asked before every update; True stops the run as an interrupt
-    would. Raises ValueError, FileNotFoundError or PhraseTableError for bad input.
+    would. Raises MosesRNNError, FileNotFoundError or PhraseTableError for bad input.
     """
     outcome = drive(FAMILY, config, should_stop)
     task, data, result = outcome.task, outcome.data, outcome.result
@@ -359,6 +360,6 @@ def _check_vocab_dir(config: EncoderDecoderTrainConfig) -> None:
         return (vocabularies.source.digest(), vocabularies.target.digest(), *(t.to_dict() for t in tokenizers))
 
     if fingerprint(*saved) != fingerprint(*given):
-        raise ValueError(f"--vocab {config.vocab_dir} differs from the vocabularies of the run saved in "
-                         f"{config.output_dir} ({os.path.join(config.output_dir, VOCAB_DIR)}): continue without "
-                         f"--vocab, or start over with --restart")
+        raise MosesRNNError(f"--vocab {config.vocab_dir} differs from the vocabularies of the run saved in "
+                            f"{config.output_dir} ({os.path.join(config.output_dir, VOCAB_DIR)}): continue without "
+                            f"--vocab, or start over with --restart")

@@ -20,6 +20,7 @@ from typing import Sequence
 from ..bilm.model_file import TrainedJoint
 from ..bilm.orientation import FORWARD, JOINT_FEATURES
 from ..bilm.scoring import aligned, linked, reoriented_scores, sentence_scores
+from ..errors import MosesRNNError
 from ..formats.nbest import NbestError
 from .options import FeatureOptions
 from .registry import FEATURES
@@ -31,15 +32,15 @@ _SEGMENTATION = re.compile(r"^\s*(\d+(-\d+)?=\d+(-\d+)?(\s+|$))+$")
 
 
 def alignment_fields(pair) -> tuple[str, str | None]:
-    """``(word alignment, segmentation or None)`` of an n-best pair's fields after the total; raises ValueError
+    """``(word alignment, segmentation or None)`` of an n-best pair's fields after the total; raises MosesRNNError
     when the list holds no word alignment."""
     extra = [field.strip() for field in getattr(pair, "extra", ())]
     segmentation = next((field for field in extra if field and _SEGMENTATION.match(field)), None)
     alignment = next((field for field in extra if field is not segmentation and _ALIGNMENT.match(field)), None)
     if alignment is None:
-        raise ValueError("the bilm features need each hypothesis' word alignment: decode with Moses' "
-                         "-print-alignment-info-in-n-best (and -include-segmentation-in-n-best), from a phrase table "
-                         "with word alignments")
+        raise MosesRNNError("the bilm features need each hypothesis' word alignment: decode with Moses' "
+                            "-print-alignment-info-in-n-best (and -include-segmentation-in-n-best), from a phrase "
+                            "table with word alignments")
     return alignment, segmentation
 
 
@@ -76,11 +77,11 @@ def _read(pair, forward: bool):
 
 
 def build(options: FeatureOptions, models, name: str = "bilm") -> JointFeature:
-    """The feature ``name`` (``bilm``, ``bilm-t2s``...) over its option's model file; raises ValueError for a model
+    """The feature ``name`` (``bilm``, ``bilm-t2s``...) over its option's model file; raises MosesRNNError for a model
     of another orientation."""
     wanted = JOINT_FEATURES[name]
     model = models.get(name, wanted.option)
     refusal = wanted.refusal(model.orientation, getattr(options, wanted.option))
     if refusal:
-        raise ValueError(refusal)
+        raise MosesRNNError(refusal)
     return JointFeature(model)

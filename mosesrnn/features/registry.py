@@ -22,6 +22,7 @@ from typing import Any, Callable, Collection, Protocol, Sequence
 
 from ..bilm.orientation import JOINT_FEATURES, Orientation
 from ..encdec.pair_ids import Pair
+from ..errors import MosesRNNError
 from ..models import FEATURE_MODELS
 
 __all__ = ["Pair", "Feature", "FeatureSpec", "FEATURES", "parse_feature_names", "describe", "default_features"]
@@ -137,16 +138,16 @@ def default_features(given: Collection[str] = ()) -> tuple[str, ...]:
 
 
 def parse_feature_names(text: str) -> tuple[str, ...]:
-    """``"rnn,unk"`` -> ``("rnn", "unk")``; raises ValueError for an unknown or repeated name."""
+    """``"rnn,unk"`` -> ``("rnn", "unk")``; raises MosesRNNError for an unknown or repeated name."""
     names = tuple(name.strip() for name in text.split(",") if name.strip())
     if not names:
-        raise ValueError("no feature named")
+        raise MosesRNNError("no feature named")
     for name in names:
         if name not in FEATURES:
-            raise ValueError(f"unknown feature {name!r} (choose from: {', '.join(FEATURES)})")
+            raise MosesRNNError(f"unknown feature {name!r} (choose from: {', '.join(FEATURES)})")
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise ValueError(f"feature {', '.join(repeated)} named twice")
+        raise MosesRNNError(f"feature {', '.join(repeated)} named twice")
     return names
 
 

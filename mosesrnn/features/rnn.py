@@ -14,6 +14,7 @@ import numpy as np
 from ..encdec.direction import SOURCE_TO_TARGET, opposite, probability
 from ..encdec.model_file import TrainedEncoderDecoder
 from ..encdec.scoring import PairScorer
+from ..errors import MosesRNNError
 from ..runtime.devices import default_batch_tokens
 from .options import FeatureOptions
 from .registry import FEATURES, Pair
@@ -32,7 +33,7 @@ class RNNFeature(PairScorer):
 
     def values(self, pairs: Sequence[Pair]) -> list[float]:
         """log p(output side | input side) of every pair, in order (normalised if asked; the raw score
-        with ``normaliser="skip"``)."""
+        with ``normalizer="skip"``)."""
         return self.log_probs(pairs)
 
     def compute(self, encoded) -> np.ndarray:
@@ -46,12 +47,12 @@ class RNNFeature(PairScorer):
 
 
 def check_skip_normalizer(trained: TrainedEncoderDecoder, path: str) -> None:
-    """Raise ValueError unless the model file ``path`` was trained self-normalised and its mean log Z on its
+    """Raise MosesRNNError unless the model file ``path`` was trained self-normalised and its mean log Z on its
     validation pairs is near 0: skipping the normaliser would otherwise move every score by log Z a position."""
     if not trained.info.get("self_norm"):
-        raise ValueError(f"{path} was not trained self-normalised, so --normalizer skip would write its raw scores "
-                         f"off by log Z at every position: train it with `mosesrnn train --self-norm 0.1`, or score "
-                         f"with --normalizer exact")
+        raise MosesRNNError(f"{path} was not trained self-normalised, so --normalizer skip would write its raw scores "
+                            f"off by log Z at every position: train it with `mosesrnn train --self-norm 0.1`, or score "
+                            f"with --normalizer exact")
     from ..cslm.export import check_self_normalised  # the CSLM's bound: one definition for both
     check_self_normalised(trained.info, path)
 
@@ -63,7 +64,7 @@ def _feature(options: FeatureOptions, trained: TrainedEncoderDecoder, path: str,
         check_skip_normalizer(trained, path)
     batch_tokens = options.batch_tokens or default_batch_tokens(settings["device"])
     return RNNFeature(trained, dtype=options.dtype, batch_tokens=batch_tokens,
-                      length_normalize=options.length_normalize, normaliser=options.normalizer,
+                      length_normalize=options.length_normalize, normalizer=options.normalizer,
                       compile=options.compile, **settings)
 
 
@@ -80,8 +81,8 @@ def build_reverse(options: FeatureOptions, models) -> RNNFeature:
     wanted = opposite(forward)
     trained = models.get("rnn-rev", "reverse_model")
     if trained.direction != wanted:
-        raise ValueError(f"--reverse-model {options.reverse_model} was trained {trained.direction} (it scores "
-                         f"{probability(trained.direction)}); rnn-rev needs a model trained {wanted} "
-                         f"(mosesrnn train TABLE --direction {wanted})")
+        raise MosesRNNError(f"--reverse-model {options.reverse_model} was trained {trained.direction} (it scores "
+                            f"{probability(trained.direction)}); rnn-rev needs a model trained {wanted} "
+                            f"(mosesrnn train TABLE --direction {wanted})")
     return _feature(options, trained, options.reverse_model, spec=FEATURES["rnn-rev"], direction=wanted,
                     device=models.device)

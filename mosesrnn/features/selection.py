@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from ..errors import MosesRNNError
 from ..models import MODEL_OPTIONS, kind_of
 from .options import FeatureOptions
 from .registry import FEATURES, Feature
@@ -34,7 +35,7 @@ class LoadedModels:
         path = getattr(self.options, which)
         if path is None:
             option = MODEL_OPTIONS[which]
-            raise ValueError(f"the {feature} feature needs a model file ({option.flag} {option.placeholder})")
+            raise MosesRNNError(f"the {feature} feature needs a model file ({option.flag} {option.placeholder})")
         if which not in self._loaded:
             self._loaded[which] = kind_of(which).load(path)
         return self._loaded[which]
@@ -50,8 +51,8 @@ def select_features(options: FeatureOptions, tables: bool = False) -> list[Featu
     names = options.names()
     sentence_only = [name for name in names if not FEATURES[name].tables]
     if tables and sentence_only:
-        raise ValueError(f"{', '.join(sentence_only)} scores whole sentences, not phrase pairs: use it on n-best "
-                         f"lists (`mosesrnn nbest --lm`), or inside Moses (`mosesrnn lm export`)")
+        raise MosesRNNError(f"{', '.join(sentence_only)} scores whole sentences, not phrase pairs: use it on n-best "
+                            f"lists (`mosesrnn nbest --lm`), or inside Moses (`mosesrnn lm export`)")
     models = LoadedModels(options)
     if options.features is None and options.model and options.vocab is None and "unk" in names:
         from .unk import has_word_shortlists
@@ -63,10 +64,10 @@ def select_features(options: FeatureOptions, tables: bool = False) -> list[Featu
 
 
 def _check_settings_taken(options: FeatureOptions, names: tuple[str, ...]) -> None:
-    """Raise ValueError for a setting given (:data:`_GIVEN`) that none of the columns ``names`` takes: it would
+    """Raise MosesRNNError for a setting given (:data:`_GIVEN`) that none of the columns ``names`` takes: it would
     change nothing, silently."""
     for setting, (option, given) in _GIVEN.items():
         if given(options) and not any(setting in FEATURES[name].settings for name in names):
             takers = " and ".join(name for name, spec in FEATURES.items() if setting in spec.settings)
-            raise ValueError(f"{option} changes only the {takers} columns, and none is computed (columns: "
-                             f"{', '.join(names) or 'none'}): leave it out, or compute one of them")
+            raise MosesRNNError(f"{option} changes only the {takers} columns, and none is computed (columns: "
+                                f"{', '.join(names) or 'none'}): leave it out, or compute one of them")

@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..errors import MosesRNNError
 from ..text.tokenizers import MosesWords, words
 from ..text.vocab import VocabularyPair
 from .options import UNK_SIDES, FeatureOptions
@@ -25,7 +26,7 @@ class UnknownWordCounter:
 
     def __init__(self, vocabularies: VocabularyPair, side: str = "both"):
         if side not in UNK_SIDES:
-            raise ValueError(f"unknown-word side must be one of {', '.join(UNK_SIDES)}, not {side!r}")
+            raise MosesRNNError(f"unknown-word side must be one of {', '.join(UNK_SIDES)}, not {side!r}")
         self.vocabularies, self.side = vocabularies, side
 
     def __call__(self, pairs: Sequence[Pair]) -> np.ndarray:
@@ -85,8 +86,8 @@ def _load_shortlists(directory: str) -> VocabularyPair:
 
     vocabularies, tokenizers = load_vocab_dir(directory)
     if not all(isinstance(tokenizer, MosesWords) for tokenizer in tokenizers):
-        raise ValueError(f"{directory}: holds SentencePiece models; the unk feature counts words "
-                         f"outside word shortlists (build them with `mosesrnn vocab` without --spm)")
+        raise MosesRNNError(f"{directory}: holds SentencePiece models; the unk feature counts words "
+                            f"outside word shortlists (build them with `mosesrnn vocab` without --spm)")
     return vocabularies
 
 
@@ -97,9 +98,9 @@ def build(options: FeatureOptions, models) -> UnknownWordFeature:
     elif options.vocab is not None:
         vocabularies = _load_shortlists(options.vocab)
     elif options.model is not None:
-        raise ValueError(f"{options.model}: a subword model has no word shortlists for the unk feature "
-                         f"(it scores every word); give word shortlists (--vocab DIR from `mosesrnn vocab`) "
-                         f"or leave unk out (--features rnn)")
+        raise MosesRNNError(f"{options.model}: a subword model has no word shortlists for the unk feature "
+                            f"(it scores every word); give word shortlists (--vocab DIR from `mosesrnn vocab`) "
+                            f"or leave unk out (--features rnn)")
     else:
-        raise ValueError("the unk feature needs a model file (-m MODEL) or shortlists (--vocab DIR)")
+        raise MosesRNNError("the unk feature needs a model file (-m MODEL) or shortlists (--vocab DIR)")
     return UnknownWordFeature(vocabularies, options.unk_side)

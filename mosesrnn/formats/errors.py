@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
+from ..errors import MosesRNNError
+
 __all__ = ["FileLineError", "decoded_lines"]
 
 
-class FileLineError(ValueError):
+class FileLineError(MosesRNNError):
     """A problem at one line of an input file; the message names the file and the line."""
 
     def __init__(self, path: str, line_no: int, problem: str):

@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from mosesrnn.errors import MosesRNNError
 from mosesrnn.io.compressed import read_bytes
 
 __all__ = ["MosesIniError", "IniLine", "read_ini_text", "parse_ini", "section_values", "split_comment",
@@ -49,7 +50,7 @@ LEGACY_TYPES = {0: "PhraseDictionaryMemory", 1: "PhraseDictionaryBinary", 2: "Ph
                 14: "PhraseDictionaryDynSuffixArray", 15: "PhraseDictionaryDynamicCacheBased"}
 
 
-class MosesIniError(ValueError):
+class MosesIniError(MosesRNNError):
     """A moses.ini we cannot (or must not) rewrite; the message starts with ``file:line:``."""
 
     def __init__(self, path: str, line_no: int | None, problem: str):

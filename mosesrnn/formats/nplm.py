@@ -36,6 +36,7 @@ from typing import IO, Sequence
 
 import numpy as np
 
+from ..errors import MosesRNNError
 from ..io.compressed import atomic_text_output, read_head
 from .text_file import text_lines
 
@@ -61,9 +62,9 @@ class NPLMNetwork:
 
     def __post_init__(self):
         if not 1 <= len(self.hidden) <= 2:
-            raise ValueError(f"NPLM holds one or two hidden layers, not {len(self.hidden)}")
+            raise MosesRNNError(f"NPLM holds one or two hidden layers, not {len(self.hidden)}")
         if len(self.input_words) != len(self.input_embeddings) or len(self.output_words) != len(self.output_weights):
-            raise ValueError("an NPLM network needs one input embedding a word and one output row a word")
+            raise MosesRNNError("an NPLM network needs one input embedding a word and one output row a word")
 
 
 def _matrix(out: IO[str], rows: np.ndarray) -> None:
@@ -145,16 +146,16 @@ def read_nplm(lines: IO[str]) -> NPLMNetwork:
 def read_nplm_config(path: str) -> dict:
     """The ``\\config`` section of an NPLM file (``ngram_size``, the vocabulary sizes...), read from its head.
 
-    Raises ValueError for a file that is not an NPLM text file (a mosesrnn model file named as such, with the
+    Raises MosesRNNError for a file that is not an NPLM text file (a mosesrnn model file named as such, with the
     command that exports one)."""
     head = read_head(path, 4096)
     if head.startswith(b"PK\x03\x04"):
-        raise ValueError(f"{path} is a mosesrnn model file (PyTorch); Moses reads NPLM's text format: write it with "
-                         f"`mosesrnn lm export -m {path} -o MODEL.nplm` (a joint model: `mosesrnn bilm export`)")
+        raise MosesRNNError(f"{path} is a mosesrnn model file (PyTorch); Moses reads NPLM's text format: write it with "
+                            f"`mosesrnn lm export -m {path} -o MODEL.nplm` (a joint model: `mosesrnn bilm export`)")
     lines = head.decode("utf-8", errors="replace").splitlines()
     if not lines or lines[0] != "\\config":
-        raise ValueError(f"{path} is not an NPLM model file (it does not start with \\config): write one with "
-                         f"`mosesrnn lm export` or `mosesrnn bilm export`")
+        raise MosesRNNError(f"{path} is not an NPLM model file (it does not start with \\config): write one with "
+                            f"`mosesrnn lm export` or `mosesrnn bilm export`")
     config: dict = {}
     for line in lines[1:]:
         if not line:
@@ -162,7 +163,7 @@ def read_nplm_config(path: str) -> dict:
         key, _, value = line.partition(" ")
         config[key] = int(value) if value.isdigit() else value
     if not isinstance(config.get("ngram_size"), int):
-        raise ValueError(f"{path}: an NPLM file without ngram_size in its \\config section")
+        raise MosesRNNError(f"{path}: an NPLM file without ngram_size in its \\config section")
     return config
 
 
@@ -188,6 +189,6 @@ def write_nplm_file(path: str, network: NPLMNetwork) -> None:
     """Write ``network`` to ``path`` for Moses (atomically): refused for a ``.gz`` name (NPLM reads plain
     text)."""
     if path.endswith(".gz"):
-        raise ValueError(f"{path}: NPLM reads plain text files: give the model a name without .gz")
+        raise MosesRNNError(f"{path}: NPLM reads plain text files: give the model a name without .gz")
     with atomic_text_output(path) as out:
         write_nplm(out, network)

@@ -37,6 +37,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, fields
 
+from ..errors import MosesRNNError
 from ..io.compressed import atomic_output, open_input
 from ..io.json_file import read_json
 from .phrase_table import read_entries
@@ -53,11 +54,11 @@ _TYPES = {"signature": str, "shard": str, "first_line": int, "last_line": int, "
           "bytes": int, "input_bytes": (int, type(None)), "features": list}
 
 
-class SidecarError(ValueError):
+class SidecarError(MosesRNNError):
     """A sidecar that is not the record ``mosesrnn score`` writes; the message names it."""
 
 
-class SidecarMismatch(ValueError):
+class SidecarMismatch(MosesRNNError):
     """A sidecar that describes another table than the one beside it; the message names both and what differs."""
 
 
@@ -188,7 +189,7 @@ def _head(table: str) -> bytes:
         except (EOFError, OSError) as problem:
             if isinstance(problem, OSError) and problem.filename:
                 raise
-            raise ValueError(f"{table}: cannot read compressed data: {problem}") from None
+            raise MosesRNNError(f"{table}: cannot read compressed data: {problem}") from None
     return head
 
 

@@ -15,6 +15,7 @@ import sys
 import tempfile
 from typing import BinaryIO, Iterator
 
+from ..errors import MosesRNNError
 from .declared import check_write
 
 __all__ = ["atomic_file", "program_output", "append_text", "log_file", "is_special_file", "describe_os_error",
@@ -98,7 +99,7 @@ def log_file(path: str) -> Iterator[BinaryIO]:
 def read_system_text(path: str) -> str:
     """The text of a file of the operating system (``/proc/cpuinfo``), which no run declares."""
     if not path.startswith(("/proc/", "/sys/")):
-        raise ValueError(f"{path} is not a file of the operating system")
+        raise MosesRNNError(f"{path} is not a file of the operating system")
     with open(path, encoding="utf-8", errors="replace") as stream:
         return stream.read()
 

@@ -14,6 +14,7 @@ import os
 import sys
 from typing import BinaryIO, Iterator
 
+from ..errors import MosesRNNError
 from .atomic import atomic_file
 from .declared import check_read
 from .gzip_stream import GzipReader, GzipWriter, inflated_size
@@ -57,14 +58,14 @@ def open_input(path: str) -> Iterator[BinaryIO]:
 
 def read_bytes(path: str) -> bytes:
     """The whole (decompressed) content of a small declared input (a moses.ini, a sidecar); truncated or
-    damaged compressed data raises ValueError naming the file."""
+    damaged compressed data raises MosesRNNError naming the file."""
     with open_input(path) as stream:
         try:
             return stream.read()
         except (EOFError, OSError) as problem:
             if isinstance(problem, OSError) and problem.filename:
                 raise
-            raise ValueError(f"{path}: cannot read compressed data: {problem}") from None
+            raise MosesRNNError(f"{path}: cannot read compressed data: {problem}") from None
 
 
 def open_raw(path: str) -> BinaryIO:

@@ -41,6 +41,7 @@ import signal
 import threading
 from typing import Any, Callable, Iterable
 
+from ..errors import MosesRNNError
 from . import declared
 from .atomic import is_special_file
 from .declared import UndeclaredFileError, check_read, check_write
@@ -173,8 +174,9 @@ class Job:
         if len(self._stdout) > 1:
             names = ", ".join(self._stdout[:-1]) + f" and {self._stdout[-1]}"
             two = len(self._stdout) == 2
-            raise ValueError(f"{names} are {'both' if two else 'all'} '-': only one output can go to stdout "
-                             f"(their lines would interleave); give {'one' if two else 'all but one'} of them a file")
+            raise MosesRNNError(f"{names} are {'both' if two else 'all'} '-': only one output can go to "
+                                f"stdout (their lines would interleave); give {'one' if two else 'all but one'} of "
+                                "them a file")
 
     def _check_inputs(self) -> None:
         for role, path in self.paths:
@@ -183,9 +185,9 @@ class Job:
             if not os.path.exists(path):
                 raise FileNotFoundError(f"{path}: no such {'folder' if role.folder else 'file'}")
             if role.folder and not os.path.isdir(path):
-                raise ValueError(f"{path} is a file, not a folder")
+                raise MosesRNNError(f"{path} is a file, not a folder")
             if not role.folder and os.path.isdir(path):
-                raise ValueError(f"{path} is a folder, not a file" + (
+                raise MosesRNNError(f"{path} is a folder, not a file" + (
                     " (model files are the best.pt or last.pt inside a model folder)" if role.model_kind else ""))
 
     def _check_outputs(self) -> None:
@@ -198,15 +200,15 @@ class Job:
             for output in (role.files(path) + role.companion_files(path)) if not role.folder else [path]:
                 real = _real(output)
                 if real in named and not is_special_file(output):
-                    raise ValueError(f"{output} is named as two outputs ({named[real]} and {output}): give each "
-                                     f"its own")
+                    raise MosesRNNError(f"{output} is named as two outputs ({named[real]} and {output}): give each "
+                                        f"its own")
                 named[real] = output
                 if not role.folder and role.name != "program output" and os.path.isdir(output):
-                    raise ValueError(f"{output} is a folder: give the output a file name")
+                    raise MosesRNNError(f"{output} is a folder: give the output a file name")
                 self._check_not_an_input(output, inputs)
                 if role.keeps and os.path.exists(output) and not is_special_file(output):
                     written = "" if output == path else f" (written with {path})"
-                    raise ValueError(f"{output}{written} exists: give another name, or --force to replace it")
+                    raise MosesRNNError(f"{output}{written} exists: give another name, or --force to replace it")
             for name in role.inside:
                 self._check_not_an_input(os.path.join(path, name), inputs, inside=path)
 
@@ -220,14 +222,14 @@ class Job:
                 continue
             if os.path.samefile(source, output) or (inside and _under(_real(source), real)):
                 if inside:
-                    raise ValueError(f"{source} is {output}, which this run writes in {inside}: give that input "
-                                     f"from somewhere else")
+                    raise MosesRNNError(f"{source} is {output}, which this run writes in {inside}: give that input "
+                                        f"from somewhere else")
                 if source != owner:  # a companion: a table's sidecar
                     also = "" if source == output else f" ({source})"
-                    raise ValueError(f"{output}{also} is read with the input {owner}: writing it would destroy "
-                                     f"it; choose another output")
+                    raise MosesRNNError(f"{output}{also} is read with the input {owner}: writing it would destroy "
+                                        f"it; choose another output")
                 also = "" if source == output else f" {source}"
-                raise ValueError(f"{output} is the input{also}: writing it would destroy it; choose another output")
+                raise MosesRNNError(f"{output} is the input{also}: writing it would destroy it; choose another output")
 
     def _prepare_outputs(self) -> None:
         for role, path in self.paths:
@@ -250,7 +252,7 @@ class Job:
             missing.append(folder)
             folder = os.path.dirname(folder)
         if not os.path.isdir(folder):
-            raise ValueError(f"cannot write {path}: {folder} is a file, not a folder")
+            raise MosesRNNError(f"cannot write {path}: {folder} is a file, not a folder")
         for made in reversed(missing):
             os.mkdir(made)
             self._made.append(made)
@@ -258,7 +260,7 @@ class Job:
     def _make_folder(self, folder: str) -> None:
         if os.path.exists(folder):
             if not os.path.isdir(folder):
-                raise ValueError(f"cannot write into {folder}: it is a file, not a folder")
+                raise MosesRNNError(f"cannot write into {folder}: it is a file, not a folder")
             return
         self._make_parents(folder)
         os.mkdir(folder)

@@ -17,12 +17,14 @@ import socket
 import sys
 import time
 
+from ..errors import MosesRNNError
+
 __all__ = ["LockedError", "OutputLock", "lock_path", "command_line"]
 
 log = logging.getLogger("mosesrnn")
 
 
-class LockedError(ValueError):
+class LockedError(MosesRNNError):
     """Another live run holds the lock of an output."""
 
 

@@ -24,6 +24,7 @@ from typing import BinaryIO, Callable, Mapping
 
 import torch
 
+from ..errors import MosesRNNError
 from ..models import ENCODER_DECODER, MODEL_KINDS
 from ..version import __version__
 from .atomic import atomic_file
@@ -43,11 +44,11 @@ _ZIP_MAGIC = b"PK\x03\x04"
 _CHUNK = 1 << 20
 
 
-class ModelFileError(ValueError):
+class ModelFileError(MosesRNNError):
     """A file that cannot be used as the model asked for; the message names it and says why."""
 
 
-class StateFileError(ValueError):
+class StateFileError(MosesRNNError):
     """A training state (``state.pt``) that cannot be resumed from; the message names it and says why."""
 
 

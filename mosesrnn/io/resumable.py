@@ -19,6 +19,7 @@ import os
 import sys
 from typing import BinaryIO
 
+from ..errors import MosesRNNError
 from .atomic import atomic_file, is_special_file
 from .compressed import is_gzip_name
 from .declared import check_write
@@ -30,7 +31,7 @@ __all__ = ["ResumeError", "ResumableOutput", "StreamOutput", "open_output"]
 log = logging.getLogger(__name__)
 
 
-class ResumeError(ValueError):
+class ResumeError(MosesRNNError):
     """A run would continue a stopped run that does not match it."""
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ..encdec.generate import Searcher
 from ..encdec.scoring import PairScorer
+from ..errors import MosesRNNError
 from ..features.registry import FEATURES
 from ..formats.phrase_table import PhraseEntry, format_line, source_groups, table_value
 from ..io.compressed import atomic_output
@@ -89,8 +90,8 @@ def augment_table(path: str, output: str, searcher: Searcher, *, beam_size: int 
                   chunk_sources: int = 256) -> AugmentSummary:
     """Write ``path`` with the rnn column and the new pairs to ``output``; list them in ``new_pairs_path``."""
     if searcher.trained.direction != "source-to-target":
-        raise ValueError("augment needs a source-to-target model (it proposes target phrases); "
-                         f"this one is {searcher.trained.direction}")
+        raise MosesRNNError("augment needs a source-to-target model (it proposes target phrases); "
+                            f"this one is {searcher.trained.direction}")
     summary = AugmentSummary()
     rnn = PairScorer(searcher.trained, device=searcher.device, dtype=searcher.precision.name)
     with atomic_output(output) as out, atomic_output(new_pairs_path or output + ".new.tsv") as raw_listing, \

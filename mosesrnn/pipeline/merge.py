@@ -14,6 +14,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..errors import MosesRNNError
 from ..formats.sidecar import Sidecar, read_sidecar, sidecar_path, write_sidecar
 from ..io.atomic import atomic_file
 from ..io.compressed import is_gzip_name, open_raw
@@ -23,7 +24,7 @@ __all__ = ["MergeError", "MergeSummary", "merge_parts"]
 _SAME = ("signature", "input", "input_bytes", "total_lines", "appended_columns")
 
 
-class MergeError(ValueError):
+class MergeError(MosesRNNError):
     """The parts do not make exactly one whole table."""
 
 

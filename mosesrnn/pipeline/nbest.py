@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
+from ..errors import MosesRNNError
 from ..features.registry import Feature, describe
 from ..formats.nbest import NbestEntry, NbestError, format_line, read_nbest
 from ..formats.text_file import text_lines
@@ -23,7 +24,7 @@ from ..io.resumable import StreamOutput
 from .preflight import first_chunk_warnings
 from .streams import ChunkWriter, chunked, prefetch
 
-__all__ = ["NbestPair", "NbestSummary", "nbest_label", "score_nbest", "word_score_line"]
+__all__ = ["NbestPair", "NbestSummary", "nbest_label", "run_nbest_job", "word_score_line"]
 
 log = logging.getLogger("mosesrnn")
 
@@ -81,9 +82,9 @@ class _Sources:
         return self._text
 
 
-def score_nbest(nbest_path: str, source_path: str, output_path: str, features: Sequence[Feature],
-                labels: Mapping[str, str] | None = None, *, word_scores: str | None = None, chunk_lines: int = 20000,
-                encoding: str = "utf-8", progress: Callable[[int], None] | None = None) -> NbestSummary:
+def run_nbest_job(nbest_path: str, source_path: str, output_path: str, features: Sequence[Feature],
+                  labels: Mapping[str, str] | None = None, *, word_scores: str | None = None, chunk_lines: int = 20000,
+                  encoding: str = "utf-8", progress: Callable[[int], None] | None = None) -> NbestSummary:
     """Append the ``features``' values, in order, to every hypothesis of an n-best list.
 
     ``-`` reads stdin or writes stdout; the output appears whole or not at all. Raises
@@ -94,10 +95,10 @@ def score_nbest(nbest_path: str, source_path: str, output_path: str, features: S
     predicts (see :func:`word_score_line`).
     """
     if not features:
-        raise ValueError("no feature to compute")
+        raise MosesRNNError("no feature to compute")
     rnn = next((feature for feature in features if feature.spec.name == "rnn"), None)
     if word_scores is not None and rnn is None:
-        raise ValueError("word scores are the rnn model's: give -m MODEL (the rnn feature)")
+        raise MosesRNNError("word scores are the rnn model's: give -m MODEL (the rnn feature)")
     names = [nbest_label(feature, labels) for feature in features]
     started, lines, sentences = time.perf_counter(), 0, 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..errors import MosesRNNError
 from ..features.registry import Feature
 from ..formats.sidecar import SidecarError, SidecarMismatch, read_table_sidecar, sidecar_path
 from ..text.vocab import UNK_ID
@@ -20,11 +21,11 @@ __all__ = ["check_run", "table_warnings", "first_chunk_warnings"]
 
 
 def check_run(input_path: str, output_path: str, features: Sequence[Feature], shard: ShardSpec) -> None:
-    """Raise ValueError for a run that cannot work: no feature, or stdin/stdout with --shard."""
+    """Raise MosesRNNError for a run that cannot work: no feature, or stdin/stdout with --shard."""
     if not features:
-        raise ValueError("no feature to compute")
+        raise MosesRNNError("no feature to compute")
     if "-" in (input_path, output_path) and shard.count > 1:
-        raise ValueError("--shard needs files, not stdin/stdout")
+        raise MosesRNNError("--shard needs files, not stdin/stdout")
 
 
 def table_warnings(input_path: str) -> list[str]:

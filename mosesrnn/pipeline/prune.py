@@ -32,6 +32,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
+from ..errors import MosesRNNError
 from ..formats.moses_ini import feature_phrase_tables, is_phrase_table_name, pick_phrase_table, read_weights
 from ..formats.phrase_table import PhraseEntry, PhraseTableError, count_scores, format_line, moses_log, read_entries
 from ..formats.sidecar import Sidecar, SidecarError, read_table_sidecar, write_sidecar
@@ -39,7 +40,7 @@ from ..io.compressed import atomic_output
 from ..io.readers import reader
 from ..version import __version__
 
-__all__ = ["Ranking", "Selection", "PruneSummary", "prune_table", "sorted_groups", "margin_for_share", "ranking_for",
+__all__ = ["Ranking", "Selection", "PruneSummary", "run_prune_job", "sorted_groups", "margin_for_share", "ranking_for",
            "table_sidecar", "write_pruned_sidecar"]
 
 #: The histogram of margins that --share reads its threshold from: bins of this many nats, up to 100.
@@ -82,10 +83,10 @@ class Selection:
     def __post_init__(self):
         given = [name for name in ("top", "margin", "share") if getattr(self, name) is not None]
         if len(given) != 1:
-            raise ValueError("give one of --top K, --margin NATS, --share FRACTION")
+            raise MosesRNNError("give one of --top K, --margin NATS, --share FRACTION")
         if (self.top is not None and self.top < 1) or (self.margin is not None and self.margin < 0) or \
                 (self.share is not None and not 0 < self.share <= 1):
-            raise ValueError("--top is a count of at least 1, --margin a number of nats >= 0, --share in (0, 1]")
+            raise MosesRNNError("--top is a count of at least 1, --margin a number of nats >= 0, --share in (0, 1]")
 
     def keep(self, scores: Sequence[float]) -> list[bool]:
         """Which of one source's targets (by their scores, in table order) are kept; ties keep table order."""
@@ -208,14 +209,14 @@ class _Reordering:
                                    f"ends at line {extra.line_no - 1}: {_SAME_PAIRS}")
 
 
-def prune_table(path: str, output: str, ranking: Ranking, selection: Selection, *,
-                reordering: str | None = None, reordering_output: str | None = None, encoding: str = "utf-8",
-                progress: Callable[[int], None] | None = None) -> PruneSummary:
+def run_prune_job(path: str, output: str, ranking: Ranking, selection: Selection, *,
+                  reordering: str | None = None, reordering_output: str | None = None, encoding: str = "utf-8",
+                  progress: Callable[[int], None] | None = None) -> PruneSummary:
     """Write to ``output`` the lines of the phrase table ``path`` that ``selection`` keeps by ``ranking`` (see
     the module docstring), and the matching lines of ``reordering`` to ``reordering_output``; each output
     appears whole or not at all."""
     if (reordering is None) != (reordering_output is None):
-        raise ValueError("give both the reordering table and its output, or neither")
+        raise MosesRNNError("give both the reordering table and its output, or neither")
     margin = margin_for_share(path, ranking, selection.share, encoding) if selection.share is not None else None
     chosen = Selection(margin=margin) if margin is not None else selection
     lines = kept = sources = 0
@@ -254,11 +255,11 @@ def ranking_for(table: str, column: int | None = None, weights: str | None = Non
     feature ``feature``, or the phrase table it declares); else the rnn column the table's sidecar names.
 
     The table's sidecar is checked against the table whichever the ranking (the pruned table's sidecar copies
-    it). Raises ValueError saying what to give when none fits, or what disagrees: a sidecar of another table,
+    it). Raises MosesRNNError saying what to give when none fits, or what disagrees: a sidecar of another table,
     phrase-table weights that are not as many as the table's scores.
     """
     if column is not None and weights is not None:
-        raise ValueError("rank by --column or by --weights, not both")
+        raise MosesRNNError("rank by --column or by --weights, not both")
     sidecar = table_sidecar(table, encoding)
     if weights is not None:
         name, values = _phrase_table_weights(weights, table, feature, encoding)
@@ -272,7 +273,7 @@ def ranking_for(table: str, column: int | None = None, weights: str | None = Non
             why = f"no rnn column named in its sidecar ({table}.json, which `mosesrnn score` writes)"
         except SidecarError as error:  # a damaged or foreign file: say so rather than "no rnn column"
             why = f"its sidecar cannot say which column is the rnn's ({error})"
-        raise ValueError(f"{table}: {why}: rank by --column N (2 is p(e|f)) or by a tuned moses.ini's --weights")
+        raise MosesRNNError(f"{table}: {why}: rank by --column N (2 is p(e|f)) or by a tuned moses.ini's --weights")
     return Ranking("the rnn column", column=columns.index("rnn") - len(columns))
 
 
@@ -288,28 +289,28 @@ def table_sidecar(table: str, encoding: str = "utf-8") -> Sidecar | None:
 def _phrase_table_weights(ini: str, table: str, feature: str | None, encoding: str) -> tuple[str, tuple[float, ...]]:
     """The name and weights of the phrase table's feature in the moses.ini (or weights file) ``ini``: ``feature``,
     or the one phrase table it has (of several, the one with as many weights as ``table`` has scores). Raises
-    ValueError naming the file, the feature and both counts when the weights are not as many as the scores."""
+    MosesRNNError naming the file, the feature and both counts when the weights are not as many as the scores."""
     groups, tables = read_weights(ini), feature_phrase_tables(ini)
     width = count_scores(table, encoding)
     if feature is not None and feature not in groups:
-        raise ValueError(f"{ini} has no weights of {feature} (it has {', '.join(groups)})")
+        raise MosesRNNError(f"{ini} has no weights of {feature} (it has {', '.join(groups)})")
     named = [name for name in groups
              if (name in tables if tables is not None else name == feature or is_phrase_table_name(name))]
     chosen = pick_phrase_table(named, feature, fits=lambda name: len(groups[name]) == width)
     if len(chosen) != 1:
         if feature is not None:
-            raise ValueError(f"{ini}: {feature} is not a phrase table (its phrase tables: "
-                             f"{', '.join(tables) or 'none'}): name the phrase table's feature with --feature")
+            raise MosesRNNError(f"{ini}: {feature} is not a phrase table (its phrase tables: "
+                                f"{', '.join(tables) or 'none'}): name the phrase table's feature with --feature")
         if not named:
-            raise ValueError(f"{ini}: no phrase table's weights among {', '.join(groups) or 'none'}: name the "
-                             f"phrase table's feature with --feature")
-        raise ValueError(f"{ini}: {len(chosen) or 'none'} of its phrase tables "
-                         f"({', '.join(f'{n} {len(groups[n])}' for n in named)} weights) have the {width} "
-                         f"scores of {table}: name the table's feature with --feature")
+            raise MosesRNNError(f"{ini}: no phrase table's weights among {', '.join(groups) or 'none'}: name the "
+                                f"phrase table's feature with --feature")
+        raise MosesRNNError(f"{ini}: {len(chosen) or 'none'} of its phrase tables "
+                            f"({', '.join(f'{n} {len(groups[n])}' for n in named)} weights) have the {width} "
+                            f"scores of {table}: name the table's feature with --feature")
     if len(groups[chosen[0]]) != width:
-        raise ValueError(f"{ini}: the phrase table {chosen[0]} has {len(groups[chosen[0]])} weights, but {table} has "
-                         f"{width} scores a line: give the moses.ini tuned for this table (for a scored table, "
-                         f"one that `mosesrnn moses-ini` pointed at it)")
+        raise MosesRNNError(f"{ini}: the phrase table {chosen[0]} has {len(groups[chosen[0]])} weights, but {table} "
+                            f"has {width} scores a line: give the moses.ini tuned for this table (for a scored table, "
+                            f"one that `mosesrnn moses-ini` pointed at it)")
     return chosen[0], groups[chosen[0]]
 
 

@@ -37,7 +37,7 @@ from .streams import ChunkWriter, prefetch
 from .table_chunks import RawChunk, TableChunks, parse_chunk
 from .workers import ChunkJob, EncodedChunk, TableEnd, TableSpec, WorkerDied, WorkerPool
 
-__all__ = ["ScoreSummary", "ScoreInterrupted", "score_table", "signature"]
+__all__ = ["ScoreSummary", "ScoreInterrupted", "run_score_job", "signature"]
 
 log = logging.getLogger(__name__)
 
@@ -111,10 +111,10 @@ def _kept(output_path: str, recorded: dict | None) -> str:
             f"at line {recorded['next_line']}")
 
 
-def score_table(input_path: str, output_path: str, features: Sequence[Feature], *,
-                encoding: str = "utf-8", chunk_lines: int = 20000, shard: ShardSpec = ShardSpec(),
-                resume: bool = True, checkpoint_every: int = 25, checkpoint_seconds: float = 300.0,
-                workers: int = 0, progress: Callable[[int, int, int | None], None] | None = None) -> ScoreSummary:
+def run_score_job(input_path: str, output_path: str, features: Sequence[Feature], *,
+                  encoding: str = "utf-8", chunk_lines: int = 20000, shard: ShardSpec = ShardSpec(),
+                  resume: bool = True, checkpoint_every: int = 25, checkpoint_seconds: float = 300.0,
+                  workers: int = 0, progress: Callable[[int, int, int | None], None] | None = None) -> ScoreSummary:
     """Append the ``features`` columns, in order, to every line of a phrase table (or one shard).
 
     The output is written as ``OUTPUT.part``, checkpointed (see the module docstring) and renamed

@@ -18,6 +18,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from ..errors import MosesRNNError
+
 __all__ = ["ShardSpec"]
 
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
@@ -32,19 +34,19 @@ class ShardSpec:
 
     def __post_init__(self):
         if not 1 <= self.index <= self.count:
-            raise ValueError(f"shard must be I/N with 1 <= I <= N, got {self}")
+            raise MosesRNNError(f"shard must be I/N with 1 <= I <= N, got {self}")
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
 
     @classmethod
     def parse(cls, text: str, environ: dict | None = None) -> "ShardSpec":
-        """Read ``"I/N"``, e.g. ``"2/8"``, or ``"auto"`` (:meth:`from_environment`); raises ValueError otherwise."""
+        """Read ``"I/N"``, e.g. ``"2/8"``, or ``"auto"`` (:meth:`from_environment`); raises MosesRNNError otherwise."""
         if text.strip() == "auto":
             return cls.from_environment(os.environ if environ is None else environ)
         match = _SHARD.match(text.strip())
         if not match:
-            raise ValueError(f"shard must look like I/N (e.g. 2/8) or be auto, not {text!r}")
+            raise MosesRNNError(f"shard must look like I/N (e.g. 2/8) or be auto, not {text!r}")
         return cls(int(match.group(1)), int(match.group(2)))
 
     @classmethod
@@ -58,9 +60,9 @@ class ShardSpec:
             if index in environ and count in environ:
                 offset = int(environ.get(first, 0)) if first else 0
                 return cls(int(environ[index]) - offset + 1, int(environ[count]))
-        raise ValueError("--shard auto reads the shard from torchrun (RANK, WORLD_SIZE) or Slurm "
-                         "(SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, or SLURM_PROCID and SLURM_NTASKS), and none "
-                         "is set: give --shard I/N")
+        raise MosesRNNError("--shard auto reads the shard from torchrun (RANK, WORLD_SIZE) or Slurm "
+                            "(SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, or SLURM_PROCID and SLURM_NTASKS), and "
+                            "none is set: give --shard I/N")
 
     def nominal_range(self, total_lines: int) -> tuple[int, int]:
         """The 1-based line numbers [start, stop) before moving both to boundaries."""

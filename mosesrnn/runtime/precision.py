@@ -36,6 +36,7 @@ from typing import ContextManager
 import torch
 from torch import nn
 
+from ..errors import MosesRNNError
 from . import DTYPES
 from .cpu import cpu_flags, has_native_bf16
 
@@ -94,12 +95,12 @@ class Precision:
 def precision(dtype: str, device: str) -> Precision:
     """The :class:`Precision` of ``dtype`` (one of :data:`DTYPES`) on ``device``; ``auto`` is resolved and logged."""
     if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+        raise MosesRNNError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
     if dtype == "auto":
         dtype, why = auto_dtype(device)
         log.info("dtype auto: %s (%s)", dtype, why)
     if dtype == "int8" and device != "cpu":
-        raise ValueError("int8 runs on the CPU only (--device cpu); on a GPU use bf16")
+        raise MosesRNNError("int8 runs on the CPU only (--device cpu); on a GPU use bf16")
     if dtype == "bf16" and device == "cpu" and not has_native_bf16():
         log.warning("warning: --dtype bf16 on a CPU without native bf16 matmuls (no AMX or AVX512-BF16): PyTorch "
                     "emulates them, many times slower than fp32 (33x measured, docs/performance.md); --dtype auto "

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
+from ..errors import MosesRNNError
 from ..formats.phrase_table import PhraseEntry
 from ..io.atomic import atomic_file
 from ..io.compressed import open_raw
@@ -71,13 +72,13 @@ class SubwordModels:
 
     @classmethod
     def load(cls, directory: str) -> "SubwordModels":
-        """Read what :meth:`save` wrote; raises ValueError for a descriptor of another format."""
+        """Read what :meth:`save` wrote; raises MosesRNNError for a descriptor of another format."""
         path = os.path.join(directory, DESCRIPTOR)
         descriptor = read_json(path, "a mosesrnn subword descriptor")
         if not isinstance(descriptor, dict) or descriptor.get("format") != FORMAT:
-            raise ValueError(f"{path}: not a mosesrnn subword descriptor")
+            raise MosesRNNError(f"{path}: not a mosesrnn subword descriptor")
         if descriptor.get("version") != VERSION:
-            raise ValueError(f"{path}: unsupported subword descriptor version {descriptor.get('version')}")
+            raise MosesRNNError(f"{path}: unsupported subword descriptor version {descriptor.get('version')}")
         models = {}
         for side in ("source", "target"):
             with open_raw(os.path.join(directory, os.path.basename(str(descriptor.get(side))))) as stream:
@@ -89,8 +90,8 @@ def piece_vocabulary(tokenizer: SentencePieceTokenizer) -> Vocabulary:
     """The tokenizer's pieces as a :class:`Vocabulary` whose ids are the SentencePiece ids."""
     pieces = tokenizer.pieces()
     if tuple(pieces[:len(RESERVED)]) != RESERVED:
-        raise ValueError(f"a SentencePiece model whose first ids are {pieces[:len(RESERVED)]}, not "
-                         f"{list(RESERVED)}: build it with `mosesrnn vocab --spm`")
+        raise MosesRNNError(f"a SentencePiece model whose first ids are {pieces[:len(RESERVED)]}, not "
+                            f"{list(RESERVED)}: build it with `mosesrnn vocab --spm`")
     return Vocabulary(pieces[len(RESERVED):])
 
 
@@ -115,7 +116,7 @@ def _train_one(sentences: Iterator[str], model_type: str, size: int, byte_fallba
             input_sentence_size=max_sentences, shuffle_input_sentence=True, minloglevel=2)
     except RuntimeError as error:  # e.g. "Vocabulary size is smaller than required_chars. 10 vs 296."
         message = str(error).split("] ", 1)[-1]
-        raise ValueError(f"SentencePiece cannot build a {model_type} model of {size} pieces: {message}") from None
+        raise MosesRNNError(f"SentencePiece cannot build a {model_type} model of {size} pieces: {message}") from None
     return model.getvalue()
 
 
@@ -128,12 +129,12 @@ def train_subwords(read: Callable[[], Iterable[PhraseEntry]], model_type: str = 
     source and target models), and the phrases go to the trainer from memory. Each unique pair
     contributes its source and target (Moses words, factor 0), as the RNN sees them. Above
     ``max_sentences`` phrases per model a seeded random sample is taken. The models' bytes
-    depend only on the input and these arguments (``threads`` included). Raises ValueError.
+    depend only on the input and these arguments (``threads`` included). Raises MosesRNNError.
     """
     if model_type not in SPM_TYPES:
-        raise ValueError(f"SentencePiece model type must be one of {', '.join(SPM_TYPES)}, not {model_type!r}")
+        raise MosesRNNError(f"SentencePiece model type must be one of {', '.join(SPM_TYPES)}, not {model_type!r}")
     if joint and target_size not in (None, size):
-        raise ValueError("a joint model has one size: give --size only")
+        raise MosesRNNError("a joint model has one size: give --size only")
     settings = {"type": model_type, "size": size, "target_size": target_size or size, "joint": joint,
                 "byte_fallback": byte_fallback, "threads": threads, "max_sentences": max_sentences}
     options = dict(model_type=model_type, byte_fallback=byte_fallback, threads=threads, max_sentences=max_sentences)
@@ -150,7 +151,7 @@ def train_subwords(read: Callable[[], Iterable[PhraseEntry]], model_type: str = 
 def load_vocab_dir(directory: str) -> tuple[VocabularyPair, tuple[Tokenizer, Tokenizer]]:
     """The vocabularies and (source, target) tokenizers a vocabulary directory holds.
 
-    Subword models (``spm.json``) if present, else word shortlists; raises ValueError if the
+    Subword models (``spm.json``) if present, else word shortlists; raises MosesRNNError if the
     directory holds neither.
     """
     if os.path.exists(os.path.join(directory, DESCRIPTOR)):
@@ -158,8 +159,8 @@ def load_vocab_dir(directory: str) -> tuple[VocabularyPair, tuple[Tokenizer, Tok
         return VocabularyPair(*(piece_vocabulary(t) for t in tokenizers)), tokenizers
     if all(os.path.exists(os.path.join(directory, name)) for name in (SOURCE_FILE, TARGET_FILE)):
         return VocabularyPair.load(directory), (MosesWords(), MosesWords())
-    raise ValueError(f"{directory}: holds neither word shortlists ({SOURCE_FILE}, {TARGET_FILE}) nor "
-                     f"SentencePiece models ({DESCRIPTOR}); build them with `mosesrnn vocab`")
+    raise MosesRNNError(f"{directory}: holds neither word shortlists ({SOURCE_FILE}, {TARGET_FILE}) nor "
+                        f"SentencePiece models ({DESCRIPTOR}); build them with `mosesrnn vocab`")
 
 
 def save_vocab_dir(directory: str, text: CodecPair, settings: dict | None = None) -> None:

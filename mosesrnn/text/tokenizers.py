@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Protocol, Sequence
 
+from ..errors import MosesRNNError
+
 __all__ = ["words", "Tokenizer", "MosesWords", "SentencePieceTokenizer", "TOKENIZERS", "tokenizer_from_dict"]
 
 _WHITESPACE = re.compile(r"[ \t]+")  # Moses splits words on space and tab only (not U+00A0)
@@ -106,8 +108,8 @@ TOKENIZERS = {MosesWords.kind: MosesWords, SentencePieceTokenizer.kind: Sentence
 
 
 def tokenizer_from_dict(values: dict) -> Tokenizer:
-    """Rebuild a tokenizer from its ``to_dict()``; raises ValueError for an unknown kind."""
+    """Rebuild a tokenizer from its ``to_dict()``; raises MosesRNNError for an unknown kind."""
     kind = values.get("kind")
     if kind not in TOKENIZERS:
-        raise ValueError(f"unknown tokenizer {kind!r} (known: {', '.join(TOKENIZERS)})")
+        raise MosesRNNError(f"unknown tokenizer {kind!r} (known: {', '.join(TOKENIZERS)})")
     return TOKENIZERS[kind](**{k: v for k, v in values.items() if k != "kind"})

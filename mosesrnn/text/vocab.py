@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
+from ..errors import MosesRNNError
 from ..formats.phrase_table import PhraseEntry
 from ..formats.text_file import text_lines
 from ..io.atomic import atomic_file
@@ -42,7 +43,7 @@ class Vocabulary:
         self.id_of = _IdsOrUnknown(self.stoi).__getitem__
         self._words = frozenset(self.itos[len(RESERVED):])
         if len(self.stoi) != len(self.itos):
-            raise ValueError("vocabulary words must be unique and must not be reserved symbols")
+            raise MosesRNNError("vocabulary words must be unique and must not be reserved symbols")
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -74,12 +75,12 @@ class Vocabulary:
         """Read a vocabulary file written by :meth:`save`."""
         with text_lines(path) as lines:
             if next(lines, (1, ""))[1] != FORMAT_HEADER:
-                raise ValueError(f"{path}:1: not a mosesrnn vocabulary (expected {FORMAT_HEADER!r})")
+                raise MosesRNNError(f"{path}:1: not a mosesrnn vocabulary (expected {FORMAT_HEADER!r})")
             entries = []
             for line_no, line in lines:
                 parts = line.split("\t")
                 if len(parts) != 2 or not parts[1].isdigit():
-                    raise ValueError(f"{path}:{line_no}: expected 'word<TAB>count'")
+                    raise MosesRNNError(f"{path}:{line_no}: expected 'word<TAB>count'")
                 entries.append((parts[0], int(parts[1])))
         return cls([word for word, _ in entries], [count for _, count in entries])
 

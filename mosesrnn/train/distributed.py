@@ -20,6 +20,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from ..errors import MosesRNNError
+
 __all__ = ["Ranks", "PeerLost", "ranks_from_environment", "start", "same_data", "broadcast", "any_rank",
            "peers_alive", "finish"]
 
@@ -76,15 +78,15 @@ def finish(ranks: Ranks) -> None:
 
 
 def same_data(ranks: Ranks, fingerprint: str) -> None:
-    """Raise ValueError (on every rank) unless every rank read the same data."""
+    """Raise MosesRNNError (on every rank) unless every rank read the same data."""
     if ranks.world == 1:
         return
     everyone: list = [None] * ranks.world
     dist.all_gather_object(everyone, fingerprint)
     differing = [rank for rank, theirs in enumerate(everyone) if theirs != everyone[0]]
     if differing:
-        raise ValueError(f"the training processes read different data: rank 0 has {everyone[0]}, rank "
-                         f"{differing[0]} has {everyone[differing[0]]}; give every rank the same files and options")
+        raise MosesRNNError(f"the training processes read different data: rank 0 has {everyone[0]}, rank "
+                            f"{differing[0]} has {everyone[differing[0]]}; give every rank the same files and options")
 
 
 def broadcast(ranks: Ranks, value):
@@ -105,7 +107,7 @@ def any_rank(ranks: Ranks, flag: bool, device: str | torch.device = "cpu") -> bo
     return bool(value.item())
 
 
-class PeerLost(ValueError):
+class PeerLost(MosesRNNError):
     """Another process of a torchrun run stopped, so this one cannot go on; the message says how to continue."""
 
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import torch
 
+from ..errors import MosesRNNError
 from ..io.model_store import model_kind
 from ..models import MODEL_KINDS
 from ..runtime.cpu import cpu_threads
@@ -38,7 +39,7 @@ class Family(Protocol):
     kind: str
 
     def check_resume(self, config) -> None:
-        """Raise ValueError when the options contradict the run saved in the output folder."""
+        """Raise MosesRNNError when the options contradict the run saved in the output folder."""
 
     def load_data(self, config, resumed: bool, writes: bool) -> Any:
         """Read the run's data; ``resumed``: with the vocabularies of the saved run; ``writes``: this
@@ -110,7 +111,7 @@ def _run(family: Family, config, should_stop) -> Outcome:
 
 
 def check_family(output_dir: str, kind: str) -> None:
-    """Raise ValueError when ``output_dir`` holds the model of another family than ``kind``: neither continuing
+    """Raise MosesRNNError when ``output_dir`` holds the model of another family than ``kind``: neither continuing
     it nor starting over (``--restart``, which would replace its best.pt) is what was meant."""
     for name in (BEST, LAST):
         path = os.path.join(output_dir, name)
@@ -121,9 +122,9 @@ def check_family(output_dir: str, kind: str) -> None:
         except ValueError:  # not a model file at all: the run's own reading of it says so
             continue
         if found != kind:
-            raise ValueError(f"{output_dir} holds {MODEL_KINDS[found]}, in {name}: this run trains "
-                             f"{MODEL_KINDS[kind].split(' (')[0]}, which would replace it: give it another "
-                             f"output folder")
+            raise MosesRNNError(f"{output_dir} holds {MODEL_KINDS[found]}, in {name}: this run trains "
+                                f"{MODEL_KINDS[kind].split(' (')[0]}, which would replace it: give it another "
+                                f"output folder")
 
 
 def config_from_options(cls, options: dict, **derived):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from ..errors import MosesRNNError
 from ..formats.text_file import read_lines
 from ..io.atomic import append_text, atomic_file
 from ..io.figures import save_png
@@ -32,7 +33,7 @@ class TrainLog:
             self.plot()
 
     def _validations(self) -> list[dict]:
-        """The log's validation records; a line that is not JSON (a damaged log) raises ValueError naming it
+        """The log's validation records; a line that is not JSON (a damaged log) raises MosesRNNError naming it
         (``PATH:LINE:COLUMN``, as every reader of JSON does)."""
         records = []
         for line_no, text in enumerate(read_lines(self.path), start=1):
@@ -41,7 +42,8 @@ class TrainLog:
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as error:
-                raise ValueError(f"{self.path}:{line_no}:{error.colno}: not a training record ({error.msg})") from None
+                raise MosesRNNError(f"{self.path}:{line_no}:{error.colno}: not a training record "
+                                    f"({error.msg})") from None
             if isinstance(record, dict) and record.get("event") == "valid":
                 records.append(record)
         return records

@@ -30,6 +30,7 @@ from typing import Callable, Protocol
 import numpy as np
 import torch
 
+from ..errors import MosesRNNError
 from ..io.model_store import read_state_file, save_file
 from ..io.signals import record_signal, signals_deferred
 from ..runtime.devices import resolve_device
@@ -175,7 +176,7 @@ def seed_everything(seed: int) -> None:
 def load_state(output_dir: str, resume: str, config: dict, free: set[str]) -> dict | None:
     """The saved state of ``output_dir`` to continue, following ``resume`` (auto | require | never).
 
-    Raises ValueError when the saved run's config differs from ``config`` outside ``free``, and
+    Raises MosesRNNError when the saved run's config differs from ``config`` outside ``free``, and
     FileNotFoundError when ``resume`` is "require" and there is no state.
     """
     path = os.path.join(output_dir, STATE)
@@ -187,7 +188,7 @@ def load_state(output_dir: str, resume: str, config: dict, free: set[str]) -> di
     saved = state.get("config", {})
     changed = sorted(k for k in config if k not in free and saved.get(k) != config[k])
     if changed:
-        raise ValueError(f"{path}: cannot resume with different {', '.join(changed)} (use --restart to start over)")
+        raise MosesRNNError(f"{path}: cannot resume with different {', '.join(changed)} (use --restart to start over)")
     log.info("resuming from %s at update %d (epoch %d)", path, state["updates"], state["epoch"])
     return state
 
@@ -243,7 +244,7 @@ class Loop:
         value = float(loss.detach()) if self.ranks.world == 1 else _mean_over_ranks(loss.detach())
         if not math.isfinite(value):
             advice = ("" if self.settings.clip_norm else "--clip-norm 1 or ") + "a lower --learning-rate"
-            raise ValueError(f"the loss became {value} at update {self.updates + 1}: try {advice}")
+            raise MosesRNNError(f"the loss became {value} at update {self.updates + 1}: try {advice}")
         self.updates, self.examples = self.updates + 1, self.examples + len(index)
         self.loss_sum, self.loss_count = self.loss_sum + value, self.loss_count + 1
         return value

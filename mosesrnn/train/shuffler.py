@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import MosesRNNError
+
 __all__ = ["Shuffler"]
 
 
@@ -18,7 +20,7 @@ class Shuffler:
     def __init__(self, size: int, batch_size: int, seed: int, epoch: int = 0, position: int = 0,
                  lengths: np.ndarray | None = None, window: int = 0):
         if size < 1 or batch_size < 1:
-            raise ValueError("need at least one pair and a positive batch size")
+            raise MosesRNNError("need at least one pair and a positive batch size")
         self.size, self.batch_size, self.seed = size, batch_size, seed
         self.epoch, self.position = epoch, position
         self.lengths, self.window = (lengths, window) if lengths is not None and window > 0 else (None, 0)

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 from sacrebleu.metrics.bleu import BLEU, BLEUScore
 
+from ..errors import MosesRNNError
 from ..formats.text_file import read_lines
 
 __all__ = ["BleuStatistics", "bleu_scores", "file_bleu"]
@@ -96,11 +97,11 @@ class BleuStatistics:
 def file_bleu(hypothesis: str, reference: str, tokenize: str = "13a",
               lines: Sequence[int] | None = None) -> tuple[float, str]:
     """sacreBLEU of a hypothesis file against one reference file, and its signature (``none``: the text is
-    tokenised already, on purpose); given ``lines`` (0-based indices), of those lines alone. Raises ValueError when
+    tokenised already, on purpose); given ``lines`` (0-based indices), of those lines alone. Raises MosesRNNError when
     their line counts differ."""
     hyps, refs = read_lines(hypothesis), read_lines(reference)
     if len(hyps) != len(refs):
-        raise ValueError(f"{hypothesis} has {len(hyps)} lines but {reference} has {len(refs)}")
+        raise MosesRNNError(f"{hypothesis} has {len(hyps)} lines but {reference} has {len(refs)}")
     if lines is not None:
         hyps, refs = [hyps[at] for at in lines], [refs[at] for at in lines]
     metric = BLEU(tokenize=tokenize, force=tokenize == "none")

@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 from sacrebleu.metrics.bleu import BLEUScore
 
+from ..errors import MosesRNNError
 from ..formats.moses_ini import read_weights
 from ..formats.text_file import read_lines
 from .bleu import BleuStatistics
@@ -36,15 +37,15 @@ class NbestMertResult:
 
 
 def read_references(paths: Sequence[str]) -> list[list[str]]:
-    """One list of lines per reference file; raises ValueError if one is empty or their line counts differ,
+    """One list of lines per reference file; raises MosesRNNError if one is empty or their line counts differ,
     and FileLineError (file:line) for text that is not UTF-8."""
     streams = [read_lines(path) for path in paths]
     for path, lines in zip(paths, streams):
         if not lines:
-            raise ValueError(f"{path}: no reference sentences (the file is empty)")
+            raise MosesRNNError(f"{path}: no reference sentences (the file is empty)")
     if len({len(lines) for lines in streams}) > 1:
-        raise ValueError("the reference files have different numbers of lines: "
-                         + ", ".join(f"{path} {len(lines)}" for path, lines in zip(paths, streams)))
+        raise MosesRNNError("the reference files have different numbers of lines: "
+                            + ", ".join(f"{path} {len(lines)}" for path, lines in zip(paths, streams)))
     return streams
 
 
@@ -55,7 +56,7 @@ def starting_weights(problem: TuningProblem, init: str | None) -> tuple[np.ndarr
     if init is not None:
         named = read_weights(init)
         if not named:
-            raise ValueError(f"{init}: no 'Name= v1 v2 ...' weight lines")
+            raise MosesRNNError(f"{init}: no 'Name= v1 v2 ...' weight lines")
         weights, missing = weights_vector(problem.groups, named)
         note = f" ({', '.join(missing)} not there: weight 0)" if missing else ""
         return weights, f"from {init}{note}"

@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..errors import MosesRNNError
 from ..formats.nbest import NbestError, read_nbest
 from .bleu import BleuStatistics
 
@@ -42,7 +43,7 @@ class TuningProblem:
     def __post_init__(self):
         sizes = np.diff(self.offsets)
         if len(sizes) == 0 or sizes.min() < 1:
-            raise ValueError("every sentence needs at least one hypothesis")
+            raise MosesRNNError("every sentence needs at least one hypothesis")
         slots = np.arange(sizes.max())[None, :]
         object.__setattr__(self, "_layout", np.where(slots < sizes[:, None], self.offsets[:-1, None] + slots, -1))
 
@@ -101,7 +102,7 @@ def load_nbest(paths: Sequence[str], bleu: BleuStatistics) -> TuningProblem:
 
     Hypotheses with the same text and features are kept once (in the place of the first). A group absent
     from a line counts as zeros (sparse features). Raises :class:`NbestError` for a malformed
-    line, a group whose number of values changes, or an id beyond the references; ValueError
+    line, a group whose number of values changes, or an id beyond the references; MosesRNNError
     for a sentence without hypotheses.
     """
     groups: dict[str, tuple[int, int]] = {}  # name -> (first column, size)
@@ -123,7 +124,7 @@ def load_nbest(paths: Sequence[str], bleu: BleuStatistics) -> TuningProblem:
                 sentences[entry.sentence_id][entry.hypothesis, layout, values.tobytes()] = (entry.total, source)
     for sentence, hypotheses in enumerate(sentences):
         if not hypotheses:
-            raise ValueError(f"sentence {sentence} (0-based) has no hypotheses in {', '.join(paths)}")
+            raise MosesRNNError(f"sentence {sentence} (0-based) has no hypotheses in {', '.join(paths)}")
     columns = [np.concatenate([np.arange(groups[n][0], groups[n][0] + groups[n][1]) for n in names] or [[]])
                .astype(np.int64) for names in layouts]
     features = np.zeros((sum(map(len, sentences)), sum(size for _, size in groups.values())))

@@ -9,6 +9,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..errors import MosesRNNError
+
 __all__ = ["weights_vector", "named_weights"]
 
 
@@ -23,7 +25,7 @@ def weights_vector(groups: Sequence[tuple[str, int]],
                    named: Mapping[str, Sequence[float]]) -> tuple[np.ndarray, list[str]]:
     """The vector (D,) of ``named`` weights for ``groups``, and the names of the groups it lacks (weight 0).
 
-    Raises ValueError when a group has a different number of weights than features.
+    Raises MosesRNNError when a group has a different number of weights than features.
     """
     vector, missing = [], []
     for name, size in groups:
@@ -31,7 +33,7 @@ def weights_vector(groups: Sequence[tuple[str, int]],
             missing.append(name)
             vector.extend([0.0] * size)
         elif len(named[name]) != size:
-            raise ValueError(f"{name} has {size} feature values but {len(named[name])} weights")
+            raise MosesRNNError(f"{name} has {size} feature values but {len(named[name])} weights")
         else:
             vector.extend(named[name])
     return np.array(vector, dtype=np.float64), missing
