@@ -158,9 +158,13 @@ def test_init_follows_the_paper():
 # -- through the seam: scoring, search, training ------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    path = tmp_path_factory.mktemp("attention") / "tiny.pt"
-    return load_encoder_decoder(save_tiny_model(str(path), encoder="attention"))
+def attention_file(tmp_path_factory) -> str:
+    return save_tiny_model(str(tmp_path_factory.mktemp("attention") / "tiny.pt"), encoder="attention")
+
+
+@pytest.fixture(scope="module")
+def trained(attention_file):
+    return load_encoder_decoder(attention_file)
 
 
 def test_rnn_feature_scores_a_phrase_table_as_the_model_does(trained):
@@ -190,6 +194,27 @@ def test_rnn_feature_scores_an_nbest_list(trained, tmp_path):
     for entry, value in zip(entries, searcher_values):
         name, (rnn,) = entry.features[-1]
         assert name == "RNN0" and rnn == pytest.approx(value, abs=1e-4)
+
+
+def test_an_empty_source_line_gets_a_number_not_nan(attention_file, tmp_path):
+    """Moses decodes an empty line to an empty one: its hypotheses get the log p of an empty source (the attention
+    reads no annotation, c_i = 0), a number as the GRU's, in a batch with other sources and alone."""
+    (tmp_path / "src.txt").write_text("the house\n\ni am here .\n", encoding="utf-8")
+    (tmp_path / "list.nbest").write_text("0 ||| la maison ||| LM0= -1 ||| -1\n1 |||  ||| LM0= -1 ||| -1\n"
+                                         "1 ||| la ||| LM0= -2 ||| -2\n2 ||| je suis là . ||| LM0= -1 ||| -1\n",
+                                         encoding="utf-8")
+    (tmp_path / "alone.nbest").write_text("0 ||| la ||| LM0= -2 ||| -2\n", encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("\n", encoding="utf-8")
+    values = {}
+    for listing, source in (("list", "src"), ("alone", "empty")):
+        result = CliRunner().invoke(main, ["nbest", str(tmp_path / f"{listing}.nbest"), "--source",
+                                           str(tmp_path / f"{source}.txt"), "-m", attention_file, "-o",
+                                           str(tmp_path / f"{listing}.rnn"), "-q"])
+        assert result.exit_code == 0, result.output
+        entries = [parse_line(line) for line in (tmp_path / f"{listing}.rnn").read_text().splitlines()]
+        values[listing] = [dict(entry.features)["RNN0"][0] for entry in entries]
+    assert all(math.isfinite(value) for value in values["list"]), values
+    assert values["alone"][0] == pytest.approx(values["list"][2], abs=1e-4)
 
 
 class _Pair:

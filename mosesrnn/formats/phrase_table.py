@@ -153,8 +153,10 @@ def table_value(value: float, digits: int | None = None) -> str:
     integer counts, which Moses must see exactly); otherwise ``digits`` significant digits.
     Values below ``e^-745`` underflow to ``0``, which Moses floors to -100 like any value below
     ``e^-100``; values above :data:`MAX_TABLE_EXPONENT` (a line with over 709 unknown words) are
-    written as ``e^709``, so Moses sees 709.
+    written as ``e^709``, so Moses sees 709. NaN raises ValueError: a phrase table holds numbers.
     """
+    if math.isnan(value):
+        raise ValueError("a feature computed NaN for a phrase pair, not a number: nothing written")
     value = min(value, MAX_TABLE_EXPONENT)
     return _exact_exp(value) if digits is None else f"{math.exp(value):.{digits}g}"
 
