@@ -381,6 +381,47 @@ def test_select_on_half_tunes_on_one_half_of_dev_and_chooses_on_the_other(tmp_pa
     assert "# --select-on half: every mosesrnn mert above tunes on the dev lists' odd lines" in dry.stdout
 
 
+@pytest.mark.parametrize("lines, blank", [(1, False), (3, False), (13, True)], ids=["one-line", "three-lines",
+                                                                                     "blank-held-out-references"])
+def test_select_on_half_refuses_a_dev_set_too_small_to_hold_out_before_any_work(tmp_path, fake_moses, model, lines,
+                                                                                 blank):
+    """A held-out half of fewer than two sentences with a reference chooses on nothing: refused before MERT, the
+    minimum named; a small one that can choose is said in a warning."""
+    for side in ("en", "fr"):
+        kept = (tmp_path / f"dev.{side}").read_text(encoding="utf-8").splitlines()[:lines]
+        if blank and side == "fr":
+            kept = [text if at % 2 == 0 else "" for at, text in enumerate(kept)]
+        (tmp_path / f"dev.{side}").write_text("".join(text + "\n" for text in kept), encoding="utf-8")
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "1", "--select-on", "half")
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and "--select-on half" in result.output, result.output
+    assert "it needs 2 at least, a dev set of 4 lines or more" in result.output
+    assert calls(tmp_path) == [] and not (tmp_path / "work").exists()
+
+
+def test_select_on_half_warns_of_a_small_held_out_half(tmp_path, fake_moses, model):
+    dry = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--select-on", "half", "--dry-run"))
+    assert dry.exit_code == 0 and "# problem" not in dry.stdout, dry.output
+    assert "warning: --select-on half: the held-out dev half" in dry.stderr and "has 6 sentences" in dry.stderr
+
+
+def test_a_tuning_whose_lender_is_gone_is_one_line(tmp_path, fake_moses, model):
+    """The runs linked from a --runs-from folder that was removed are named, with what to do, before any work."""
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, first).exit_code == 0
+    lender, again = tmp_path / "work", tmp_path / "again"
+    args = _tune_into(again, first, ("--runs-from", str(lender)))
+    assert CliRunner().invoke(main, args).exit_code == 0
+    shutil.rmtree(lender)
+    done = len(calls(tmp_path))
+    at = args.index("--runs-from")
+    result = CliRunner().invoke(main, args[:at] + args[at + 2:])
+    assert result.exit_code == 1 and "which is gone" in result.output and "Traceback" not in result.output, \
+        result.output
+    assert f"{again}/baseline-run1 links to ../work/baseline-run1" in result.output
+    assert [call for call in calls(tmp_path)[done:] if not call.endswith("-show-weights")] == []
+
+
 def test_select_on_half_takes_the_runs_of_a_tuning_without_it(tmp_path, fake_moses, model):
     """The Moses MERT runs, decodes and lists of a tuning without a selection serve one with it; their controls,
     tuned on the whole dev lists, do not: they are tuned again on the half."""
@@ -564,6 +605,7 @@ def test_the_route_with_real_moses(tmp_path):
     (("--lm", "{model}"), "is an RNN Encoder-Decoder (a translation model, from `mosesrnn train`), but --lm takes "
                           "a CSLM"),
     (("--rescore", "rnn", "--vocab", str(DATA / "moses")), "the rnn rescoring feature needs its model file: give -m"),
+    (("-m", "{model}", "--reverse-model", "{model}"), "--reverse-model {model} was trained source-to-target"),
 ])
 def test_a_rescoring_that_would_fail_is_refused_before_any_stage(tmp_path, fake_moses, model, extra, message):
     """An hour of MERT is not lost to a typo: the later stages' models are checked before the first starts."""
@@ -571,7 +613,7 @@ def test_a_rescoring_that_would_fail_is_refused_before_any_stage(tmp_path, fake_
     at = args.index("--rescore")
     del args[at:at + 4]  # --rescore unk -m MODEL
     result = CliRunner().invoke(main, args + [value.format(model=model) for value in extra])
-    assert result.exit_code == 1 and message in result.output, result.output
+    assert result.exit_code == 1 and message.format(model=model) in result.output, result.output
     assert calls(tmp_path) == [] and not (tmp_path / "work" / "plan.json").exists()
 
 

@@ -31,24 +31,28 @@ from __future__ import annotations
 from typing import Callable
 
 from ..mert_moses import MertSetupError, find_tools
-from .checks import plan_problems
+from .checks import plan_problems, plan_warnings
 from .plan import SELECT_ON, RouteOptions, RoutePlan, StageFiles, stage_files
 from .report import build_report, compare_with
 from .report_file import RouteReport, StageResult, markdown, read_report, write_report
 from .stages import dry_run_commands, rescore_run, run_route
 
 __all__ = ["SELECT_ON", "RouteOptions", "RoutePlan", "RouteReport", "StageFiles", "StageResult", "build_report",
-           "compare_with", "dry_run_commands", "markdown", "plan_problems", "read_report", "rescore_run", "run_route",
-           "stage_files", "tune", "write_report"]
+           "compare_with", "dry_run_commands", "markdown", "plan_problems", "plan_warnings", "read_report",
+           "rescore_run", "run_route", "stage_files", "tune", "write_report"]
 
 
-def tune(options: RouteOptions, log: Callable[[str], None], dry_run: bool = False) -> str:
+def tune(options: RouteOptions, log: Callable[[str], None], dry_run: bool = False,
+         warn: Callable[[str], None] = lambda message: None) -> str:
     """Run (or continue) the route of ``options`` and return its report as Markdown (also written to the
     working folder); with ``dry_run``, run nothing and return the commands it would run, the problems
     found first. Raises :class:`~moses_integration.mert_moses.MertSetupError` naming every problem that
-    stops it from starting (missing programs, empty or mismatched files, a folder of another tuning)."""
+    stops it from starting (missing programs, empty or mismatched files, a folder of another tuning); says
+    to ``warn`` what it runs with but should not pass in silence (:func:`.checks.plan_warnings`)."""
     tools, missing = find_tools(options.moses_bin, options.moses_scripts, options.mertdir)
     problems = plan_problems(options.plan, tools, missing)
+    for warning in plan_warnings(options.plan):
+        warn(warning)
     if dry_run:
         return dry_run_commands(options.plan, tools, problems) + "\n"
     if problems:

@@ -20,13 +20,16 @@ from mosesrnn.models import MODEL_KINDS, MODEL_OPTIONS, kind_of
 
 from ..mert_moses import MosesTools, relative_paths
 from .made_with import made_with_problems
-from .plan import PLAN, RoutePlan, saved_plan
+from .plan import PLAN, RoutePlan, dev_halves, saved_plan
 from .reuse import tuned_by
 
-__all__ = ["plan_problems", "rescoring_problems"]
+__all__ = ["MIN_HELD_OUT", "SMALL_HELD_OUT", "plan_problems", "plan_warnings", "rescoring_problems"]
 
 #: What a reused run must share with this tuning: the sets it was tuned and tested on, and how.
 _SHARED = ("dev_src", "dev_ref", "test_src", "test_ref")
+#: ``--select-on half``: the fewest held-out dev sentences (with a reference) a stage is chosen on, and the fewest
+#: that choose it without a warning.
+MIN_HELD_OUT, SMALL_HELD_OUT = 2, 100
 
 
 def plan_problems(plan: RoutePlan, tools: MosesTools, tools_missing: list[str]) -> list[str]:
@@ -55,10 +58,57 @@ def plan_problems(plan: RoutePlan, tools: MosesTools, tools_missing: list[str]) 
             problems += rescoring_problems(rescoring)
             if plan.word_alignments(system) and os.path.isfile(ini) and os.path.getsize(ini):
                 problems += _alignment_problems(ini)
-    problems += _plan_record_problems(plan) + _reuse_problems(plan)
+    problems += _selection_problems(plan) + _plan_record_problems(plan) + _reuse_problems(plan)
+    problems += _lender_gone_problems(plan.work_dir)
     if not problems and not tools_missing:
         problems = made_with_problems(plan, tools)
     return problems + tools_missing
+
+
+def plan_warnings(plan: RoutePlan) -> list[str]:
+    """What the tuning may run with but should say: a held-out dev half (``--select-on half``) of fewer than
+    :data:`SMALL_HELD_OUT` sentences, whose BLEU chooses the stage on little."""
+    held_out = _held_out_references(plan)
+    if held_out is None or not MIN_HELD_OUT <= held_out < SMALL_HELD_OUT:
+        return []
+    return [f"--select-on half: the held-out dev half ({plan.dev_ref}'s even lines) has {held_out} sentences: its BLEU "
+            f"chooses the stage on little (a dev set of {2 * SMALL_HELD_OUT} lines or more holds out "
+            f"{SMALL_HELD_OUT})"]
+
+
+def _held_out_references(plan: RoutePlan) -> int | None:
+    """How many of the held-out dev half's references (:func:`.plan.dev_halves`) are not blank; None: no selection,
+    or no dev reference to read."""
+    if not plan.selecting() or not os.path.isfile(plan.dev_ref):
+        return None
+    references = read_lines(plan.dev_ref)
+    return sum(1 for line in dev_halves(len(references))[1] if references[line].strip())
+
+
+def _selection_problems(plan: RoutePlan) -> list[str]:
+    """``--select-on half`` with a held-out dev half of fewer than :data:`MIN_HELD_OUT` sentences with a reference:
+    nothing to choose on."""
+    held_out = _held_out_references(plan)
+    if held_out is None or held_out >= MIN_HELD_OUT:
+        return []
+    return [f"--select-on half: {plan.dev_ref} holds {held_out} non-blank references at its even lines (the held-out "
+            f"dev half the stage is chosen on): it needs {MIN_HELD_OUT} at least, a dev set of {2 * MIN_HELD_OUT} "
+            f"lines or more (or tune without --select-on)"]
+
+
+def _lender_gone_problems(work_dir: str) -> list[str]:
+    """Links in the working folder whose files are gone (the ``--runs-from`` folder that lent them was moved or
+    removed): the runs they stood for are neither here nor there."""
+    if not os.path.isdir(work_dir):
+        return []
+    dangling = sorted(name for name in os.listdir(work_dir) if os.path.islink(os.path.join(work_dir, name))
+                      and not os.path.exists(os.path.join(work_dir, name)))
+    if not dangling:
+        return []
+    first = os.path.join(work_dir, dangling[0])
+    return [f"{first} links to {os.readlink(first)}, which is gone ({len(dangling)} such links in {work_dir}): the "
+            f"--runs-from folder that lent them was moved or removed; put it back, or remove the links to run those "
+            f"runs here"]
 
 
 def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
@@ -85,7 +135,19 @@ def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
                             f"{wanted.holds}")
         elif refusal := wanted.refusal(path, option):
             problems.append(refusal)
-    return problems
+    return problems or _building_problems(rescoring)
+
+
+def _building_problems(rescoring: FeatureOptions) -> list[str]:
+    """What stops building the rescoring features themselves, their models loaded: each model against its option
+    and against the others (``--reverse-model`` of the ``-m`` model's direction, ``--normalizer skip`` with a model
+    not trained self-normalised, a setting no feature takes), as the rescoring stage would find it after MERT."""
+    from mosesrnn.features.selection import select_features  # torch: as above
+    try:
+        select_features(rescoring)
+    except ValueError as error:
+        return [str(error)]
+    return []
 
 
 def _alignment_problems(ini: str) -> list[str]:

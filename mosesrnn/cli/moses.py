@@ -317,7 +317,7 @@ def tune(dry_run, quiet, **options):
     if options["vocab"] and options["features"] is None and not any(options[name] for name in MODEL_OPTIONS):
         raise click.UsageError("--vocab serves the unk feature: name it with --rescore unk")
     text = route.tune(route.RouteOptions.from_options(**options), lambda message: log.info("tune: %s", message),
-                      dry_run)
+                      dry_run, lambda message: log.warning("warning: %s", message))
     click.echo(text, nl=False)
 
 
