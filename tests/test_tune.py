@@ -707,6 +707,33 @@ def test_a_report_is_published_without_machine_paths_and_reads_back(tmp_path, fa
     assert alone.exit_code == 2 and "--publish goes alone" in alone.output
 
 
+def test_publishing_never_overwrites_a_tuning_nor_a_publication_without_force(tmp_path, fake_moses, model,
+                                                                              monkeypatch):
+    """--publish into another tuning's working folder is refused, --force or not: its report and plan are that
+    tuning's own. Over an earlier publication it needs --force, which removes the old COMMANDS.md too."""
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--runs", "1")).exit_code == 0
+    work, other = tmp_path / "work", tmp_path / "other"
+    shutil.copytree(work, other)
+    before = {path: path.read_bytes() for path in other.rglob("*") if path.is_file()}
+    for force in ([], ["--force"]):
+        result = CliRunner().invoke(main, ["mert-report", str(work), "--publish", str(other), *force])
+        assert result.exit_code == 1 and "is the working folder of a `mosesrnn tune`" in result.output, result.output
+    assert {path: path.read_bytes() for path in other.rglob("*") if path.is_file()} == before
+    published = tmp_path / "published"
+    assert CliRunner().invoke(main, ["mert-report", str(work), "--publish", str(published)]).exit_code == 0
+    (published / "COMMANDS.md").write_text("the commands of the first report\n")
+    (published / "report.md").write_text("edited\n")
+    again = CliRunner().invoke(main, ["mert-report", str(work), "--publish", str(published)])
+    assert again.exit_code == 1 and "holds a publication already" in again.output and "--force" in again.output
+    assert (published / "report.md").read_text() == "edited\n" and (published / "COMMANDS.md").exists()
+    forced = CliRunner().invoke(main, ["mert-report", str(work), "--publish", str(published), "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert sorted(path.name for path in published.iterdir()) == ["plan.json", "report.json", "report.md"]
+    alone = CliRunner().invoke(main, ["mert-report", str(work), "--force"])
+    assert alone.exit_code == 2 and "--force goes with --publish" in alone.output
+
+
 def _tune_into(folder: Path, args: list[str], *options: tuple[str, str]) -> list[str]:
     """``args`` tuning into ``folder``, each of ``options`` (``(name, value)``) set or added."""
     args = list(args)

@@ -23,15 +23,23 @@ __all__ = ["COMMANDS", "publish_report", "relative_paths"]
 COMMANDS = ("COMMANDS.md", "commands.sh")
 
 
-def publish_report(work_dir: str, destination: str, base: str) -> list[str]:
+def publish_report(work_dir: str, destination: str, base: str, force: bool = False) -> list[str]:
     """Write the report of the finished tuning in ``work_dir`` into ``destination``: ``report.json`` and
     ``plan.json`` with their absolute paths relative to ``base`` (:func:`relative_paths`), ``report.md`` rendered from
     them; the translations the report names, relative to ``base`` too. Returns the files written; raises ValueError
-    naming the file for a tuning without its report or plan."""
+    naming the file for a tuning without its report or plan, for a ``destination`` that is a tuning's working folder,
+    and, unless ``force``, for one that holds a publication already (``force`` replaces it, and removes its
+    commands file, which named the commands of the report replaced)."""
     report = read_report(os.path.join(work_dir, REPORT_JSON))
     plan = saved_plan(work_dir)
     if plan is None:
         raise ValueError(f"{os.path.join(work_dir, PLAN)}: missing (the plan `mosesrnn tune` writes beside its report)")
+    earlier = _publication_in(destination)
+    if earlier and not force:
+        raise ValueError(f"{destination} holds a publication already ({', '.join(earlier)}): give --force to replace "
+                         f"it (its {' and '.join(COMMANDS)} removed, to be written again), or publish elsewhere")
+    for name in set(earlier) & set(COMMANDS):
+        os.remove(os.path.join(destination, name))
     published = RouteReport(report.sacrebleu, relative_paths(report.dev, base), relative_paths(report.test, base),
                             report.runs, report.stages, relative_paths(report.signatures, base), report.selection)
     written = [os.path.join(destination, name) for name in (REPORT_JSON, PLAN, REPORT_MD)]
@@ -41,6 +49,26 @@ def publish_report(work_dir: str, destination: str, base: str) -> list[str]:
     with atomic_output(written[2]) as stream:
         stream.write(markdown(published).encode("utf-8"))
     return written
+
+
+def _publication_in(destination: str) -> list[str]:
+    """The files of a publication already in ``destination`` (none: nothing to replace); raises ValueError when it is
+    a tuning's working folder, whose report and plan the tuning itself reads (its plan names files by absolute
+    paths, which a publication never does)."""
+    if not os.path.isdir(destination):
+        return []
+    try:
+        plan = saved_plan(destination)
+    except ValueError:
+        plan = None  # damaged: a publication replaces it (with --force)
+    files = plan.get("files") if isinstance(plan, dict) else None
+    if isinstance(files, dict) and any(isinstance(record, list) and record and isinstance(record[0], str)
+                                       and os.path.isabs(record[0]) for record in files.values()):
+        raise ValueError(f"--publish {destination} is the working folder of a `mosesrnn tune` (its {PLAN} names its "
+                         f"files by absolute paths): publishing there would overwrite its report and plan; publish "
+                         f"into a folder of its own, docs/results/NAME")
+    return sorted(name for name in (REPORT_JSON, PLAN, REPORT_MD, *COMMANDS)
+                  if os.path.exists(os.path.join(destination, name)))
 
 
 def relative_paths(value, base: str):
