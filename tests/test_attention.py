@@ -217,6 +217,19 @@ def test_an_empty_source_line_gets_a_number_not_nan(attention_file, tmp_path):
     assert values["alone"][0] == pytest.approx(values["list"][2], abs=1e-4)
 
 
+def test_compile_refuses_a_model_it_would_not_compile(attention_file, model_path, tmp_path):
+    """--compile compiles the gru encoder's and C14's decoder's steps; an attention model has neither, and is
+    refused in one line rather than scored eagerly in silence (a gru model is built as asked)."""
+    out = tmp_path / "scored.gz"
+    result = CliRunner().invoke(main, ["score", str(TABLE), "-m", attention_file, "--compile", "-o", str(out), "-q"])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
+    assert f"{attention_file} is a model of --encoder attention, which has neither" in result.output
+    assert not out.exists()
+    from mosesrnn.features.options import FeatureOptions
+    from mosesrnn.features.selection import select_features
+    assert select_features(FeatureOptions(model=model_path, compile=True))[0].compile == "default"
+
+
 class _Pair:
     def __init__(self, source, target):
         self.source, self.target = source, target
