@@ -399,6 +399,15 @@ def test_select_on_half_refuses_a_dev_set_too_small_to_hold_out_before_any_work(
     assert calls(tmp_path) == [] and not (tmp_path / "work").exists()
 
 
+def test_nbest_distinct_without_a_rescoring_stage_is_refused(tmp_path, fake_moses, model):
+    args = tune_args(tmp_path, fake_moses, model, "--nbest-distinct")
+    at = args.index("--rescore")
+    result = CliRunner().invoke(main, args[:at] + args[at + 4:])  # no --rescore unk -m MODEL: no rescoring stage
+    assert result.exit_code == 1 and "--nbest-distinct shapes the rescoring stage's n-best lists" in result.output, \
+        result.output
+    assert calls(tmp_path) == [] and not (tmp_path / "work").exists()
+
+
 def test_select_on_half_warns_of_a_small_held_out_half(tmp_path, fake_moses, model):
     dry = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--select-on", "half", "--dry-run"))
     assert dry.exit_code == 0 and "# problem" not in dry.stdout, dry.output

@@ -58,7 +58,8 @@ def plan_problems(plan: RoutePlan, tools: MosesTools, tools_missing: list[str]) 
             problems += rescoring_problems(rescoring)
             if plan.word_alignments(system) and os.path.isfile(ini) and os.path.getsize(ini):
                 problems += _alignment_problems(ini)
-    problems += _selection_problems(plan) + _plan_record_problems(plan) + _reuse_problems(plan)
+    problems += _unused_option_problems(plan) + _selection_problems(plan) + _plan_record_problems(plan)
+    problems += _reuse_problems(plan)
     problems += _lender_gone_problems(plan.work_dir)
     if not problems and not tools_missing:
         problems = made_with_problems(plan, tools)
@@ -83,6 +84,14 @@ def _held_out_references(plan: RoutePlan) -> int | None:
         return None
     references = read_lines(plan.dev_ref)
     return sum(1 for line in dev_halves(len(references))[1] if references[line].strip())
+
+
+def _unused_option_problems(plan: RoutePlan) -> list[str]:
+    """``--nbest-distinct`` without a stage that decodes n-best lists: it would change nothing, in silence."""
+    if plan.nbest_distinct and not any(plan.retunes(system) for system, _ in plan.systems()):
+        return ["--nbest-distinct shapes the rescoring stage's n-best lists, and this tuning has no such stage (give "
+                "--rescore FEATURES or a model file, or --rescore-baseline): leave it out"]
+    return []
 
 
 def _selection_problems(plan: RoutePlan) -> list[str]:
