@@ -230,6 +230,29 @@ def test_compile_refuses_a_model_it_would_not_compile(attention_file, model_path
     assert select_features(FeatureOptions(model=model_path, compile=True))[0].compile == "default"
 
 
+def test_a_gru_run_folder_refuses_attention_naming_its_encoder(tmp_path):
+    """train --corpus skips the line pairs with an empty side and says so; a folder holding a gru run refuses a run
+    of --encoder attention, naming the gru model there and what --restart would do to it."""
+    corpus = []
+    for side in ("en", "fr"):
+        lines = (DATA / f"tatoeba.train2k.tok.{side}").read_text(encoding="utf-8").splitlines()[:200]
+        lines[7] = "" if side == "fr" else lines[7]
+        (tmp_path / f"train.{side}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        corpus.append(str(tmp_path / f"train.{side}"))
+    sizes = ["--max-updates", "2", "--valid-every", "2", "--valid-size", "10", "--batch-size", "16", "--vocab-size",
+             "100", "--embed-dim", "4", "--hidden-dim", "4", "--maxout-units", "2", "--output-rank", "2",
+             "--threads", "1"]
+    out = tmp_path / "run"
+    gru = CliRunner().invoke(main, ["train", "--corpus", *corpus, "-o", str(out), *sizes])
+    assert gru.exit_code == 0, gru.output
+    assert "(1 skipped: an empty side)" in gru.output
+    attention = CliRunner().invoke(main, ["train", "--corpus", *corpus, "-o", str(out), "--encoder", "attention",
+                                          *sizes])
+    assert attention.exit_code == 1, attention.output
+    assert f"{out} holds a model of --encoder gru" in attention.output
+    assert "--restart would replace that gru model" in attention.output
+
+
 class _Pair:
     def __init__(self, source, target):
         self.source, self.target = source, target
