@@ -128,8 +128,8 @@ def check_singles(singles: list[list[str]], report: RouteReport) -> None:
 
 
 def check_publish_folder(folder: str, force: bool) -> None:
-    """Raise ValueError for a folder the choice cannot be published into: a file on its way, one not writable, or
-    (without ``force``) one holding a choice already."""
+    """Raise ValueError for a folder the choice cannot be published into: a file on its way, one not writable, a
+    tuning's folder, or (without ``force``) one holding a choice already."""
     existing = os.path.abspath(folder)
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)
@@ -137,6 +137,8 @@ def check_publish_folder(folder: str, force: bool) -> None:
         raise ValueError(f"--publish {folder}: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ValueError(f"--publish {folder}: {existing} is not writable")
+    if os.path.exists(os.path.join(folder, REPORT_JSON)):
+        raise ValueError(f"--publish {folder} holds a tuning's report ({REPORT_JSON}): a choice is a folder of its own")
     earlier = [name for name in (CHOICE_MD, CHOICE_JSON) if os.path.exists(os.path.join(folder, name))]
     if earlier and not force:
         raise ValueError(f"--publish {folder} holds a choice already ({', '.join(earlier)}): give --force to replace "

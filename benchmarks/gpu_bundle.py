@@ -126,6 +126,13 @@ def folder_bytes(folder: Path) -> int:
 
 
 def main() -> None:
+    try:
+        build()
+    except OSError as error:  # a folder that cannot be written, a file where one is made: one line
+        fail(f"{error.filename}: {error.strerror.lower()}" if error.filename and error.strerror else str(error))
+
+
+def build() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shared", default=str(SHARED), help="the Tatoeba data folder [../shared/data/...]")
     parser.add_argument("--out", default=str(ROOT / "bundle"), help="the bundle folder [bundle/]")

@@ -107,6 +107,7 @@ def test_publishing_under_a_file_or_over_a_choice_is_refused_before_any_writing(
     (world / "file").write_text("not a folder\n")
     _one_line_exit_2(choose(world, "A", "B", "--publish", "file/choice"), "is a file, not a folder")
     _one_line_exit_2(choose(world, "A", "B", "--publish", "file"), "is a file, not a folder")
+    _one_line_exit_2(choose(world, "A", "B", "--publish", "B"), "holds a tuning's report")
     assert choose(world, "A", "B", *single(world), "--publish", "choice").returncode == 0
     (world / "choice" / "COMMANDS.md").write_text("the commands of the first choice\n")
     before = (world / "choice" / "choice.md").read_bytes()

@@ -33,3 +33,10 @@ def test_a_bundle_over_its_limit_leaves_the_previous_one_as_it_was(tmp_path):
     assert again.returncode == 0, again.stderr
     assert "the first 3,000 lines" in (out / "data/tatoeba-moses-en-fr/SLICE.txt").read_text()
     assert not (out / "data.new").exists()
+
+
+def test_a_bundle_under_a_file_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("not a folder\n")
+    done = bundle(small_shared(tmp_path / "shared"), tmp_path / "file" / "bundle", "--table-lines", "100")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("gpu-bundle: ") and len(done.stderr.strip().splitlines()) == 1, done.stderr
