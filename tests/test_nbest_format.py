@@ -83,6 +83,14 @@ def test_a_value_that_is_not_a_number_is_never_written(value):
         format_line(parse_line(NEW_LINE, "x.nbest", 7), [("RNN0", [value])])
 
 
+def test_word_scores_that_are_not_numbers_are_never_written():
+    from mosesrnn.pipeline.nbest import word_score_line
+    entry = parse_line(NEW_LINE, "x.nbest", 7)
+    assert word_score_line(entry, [-1.5, -0.25]).endswith("||| -1.500000 -0.250000\n")
+    with pytest.raises(NbestError, match=r"^x.nbest:7: the rnn model's word scores .* not all finite"):
+        word_score_line(entry, [-1.5, math.nan])
+
+
 def test_a_phrase_table_value_that_is_not_a_number_is_never_written():
     with pytest.raises(ValueError, match="NaN"):
         table_value(math.nan)
