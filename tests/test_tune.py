@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import math
 import os
 import shutil
 import statistics
@@ -624,6 +625,22 @@ def test_a_rescoring_that_would_fail_is_refused_before_any_stage(tmp_path, fake_
     result = CliRunner().invoke(main, args + [value.format(model=model) for value in extra])
     assert result.exit_code == 1 and message.format(model=model) in result.output, result.output
     assert calls(tmp_path) == [] and not (tmp_path / "work" / "plan.json").exists()
+
+
+def test_a_model_that_computes_no_number_is_refused_before_any_stage(tmp_path, fake_moses, model, monkeypatch):
+    """A feature that computes NaN for an empty line (as the attention model did: Moses decodes an empty line to an
+    empty one) would fill the lists MERT made: each rescoring feature computes the dev set's first sentence and an
+    empty line before the first stage, and a value that is no number is refused there."""
+    from mosesrnn.features.rnn import RNNFeature
+    log_probs = RNNFeature.values
+    monkeypatch.setattr(RNNFeature, "values", lambda self, pairs: [
+        math.nan if not pair.source else value for pair, value in zip(pairs, log_probs(self, pairs))])
+    args = tune_args(tmp_path, fake_moses, model)
+    args[args.index("--rescore") + 1] = "rnn"
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and "the rnn rescoring feature computes nan for '' given ''" in result.output, \
+        result.output
+    assert calls(tmp_path) == [] and not (tmp_path / "work").exists()
 
 
 def test_the_joint_model_needs_a_table_with_word_alignments(tmp_path, fake_moses, model):

@@ -7,8 +7,10 @@ other files than those of today (:mod:`.made_with`).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+from typing import Sequence
 
 from mosesrnn.features.options import FeatureOptions
 from mosesrnn.features.registry import FEATURES
@@ -16,7 +18,7 @@ from mosesrnn.formats.moses_ini import parse_ini, phrase_tables, read_ini_text
 from mosesrnn.formats.phrase_table import PhraseTableError, first_entries
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.declared import declare_input
-from mosesrnn.models import MODEL_KINDS, MODEL_OPTIONS, kind_of
+from mosesrnn.models import FEATURE_MODELS, MODEL_KINDS, MODEL_OPTIONS, kind_of
 
 from ..mert_moses import MosesTools, relative_paths
 from .made_with import made_with_problems
@@ -55,7 +57,7 @@ def plan_problems(plan: RoutePlan, tools: MosesTools, tools_missing: list[str]) 
     for system, ini in plan.systems():
         rescoring = plan.rescoring_of(system)
         if rescoring is not None:
-            problems += rescoring_problems(rescoring)
+            problems += rescoring_problems(rescoring, _probes(plan))
             if plan.word_alignments(system) and os.path.isfile(ini) and os.path.getsize(ini):
                 problems += _alignment_problems(ini)
     problems += _unused_option_problems(plan) + _selection_problems(plan) + _plan_record_problems(plan)
@@ -120,10 +122,11 @@ def _lender_gone_problems(work_dir: str) -> list[str]:
             f"runs here"]
 
 
-def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
+def rescoring_problems(rescoring: FeatureOptions, probes: Sequence[tuple[str, str]] = ()) -> list[str]:
     """What stops the rescoring stages, found before the first stage: a feature without its model file, a model
     file of another kind, one that is not a model file, one its kind refuses for its option (a joint model of
-    another orientation than its option's: :meth:`~mosesrnn.models.ModelKind.refusal`)."""
+    another orientation than its option's: :meth:`~mosesrnn.models.ModelKind.refusal`), a feature that cannot be
+    built or that computes no number for one of ``probes`` (``(source, translation)``: :func:`_building_problems`)."""
     from mosesrnn.io.model_store import ModelFileError, model_kind  # torch: the wing loads it only to read models
     problems = []
     for name in rescoring.names():
@@ -144,19 +147,38 @@ def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
                             f"{wanted.holds}")
         elif refusal := wanted.refusal(path, option):
             problems.append(refusal)
-    return problems or _building_problems(rescoring)
+    return problems or _building_problems(rescoring, probes)
 
 
-def _building_problems(rescoring: FeatureOptions) -> list[str]:
+def _building_problems(rescoring: FeatureOptions, probes: Sequence[tuple[str, str]]) -> list[str]:
     """What stops building the rescoring features themselves, their models loaded: each model against its option
-    and against the others (``--reverse-model`` of the ``-m`` model's direction, ``--normalizer skip`` with a model
-    not trained self-normalised, a setting no feature takes), as the rescoring stage would find it after MERT."""
+    and against the others (``--reverse-model`` of the ``-m`` model's direction, a setting no feature takes), as the
+    rescoring stage would find it after MERT; then each feature that reads no word alignment computes ``probes``,
+    and one that gives no finite number (a damaged model) is refused here, not on the lists MERT made."""
     from mosesrnn.features.selection import select_features  # torch: as above
+    from mosesrnn.pipeline.nbest import NbestPair
+    pairs = [NbestPair(source, translation, path="a probe") for source, translation in probes]
     try:
-        select_features(rescoring)
+        features = select_features(rescoring)
+        for feature in features:
+            option = FEATURE_MODELS.get(feature.spec.name)
+            if not pairs or (option is not None and kind_of(option).reads_alignments):
+                continue
+            for pair, value in zip(pairs, feature.values(pairs)):
+                if not math.isfinite(value):
+                    return [f"the {feature.spec.name} rescoring feature computes {value} for {pair.target!r} given "
+                            f"{pair.source!r}, not a number: is its model file damaged?"]
     except ValueError as error:
         return [str(error)]
     return []
+
+
+def _probes(plan: RoutePlan) -> list[tuple[str, str]]:
+    """What the rescoring features compute before any work: the dev set's first sentence with its reference, and
+    an empty line (Moses decodes one to an empty translation)."""
+    if not all(os.path.isfile(path) and os.path.getsize(path) for path in (plan.dev_src, plan.dev_ref)):
+        return []
+    return [(read_lines(plan.dev_src)[0], read_lines(plan.dev_ref)[0]), ("", "")]
 
 
 def _alignment_problems(ini: str) -> list[str]:
