@@ -176,6 +176,20 @@ def test_an_empty_source_scores_a_number_in_a_batch_and_alone(encoder, tmp_path)
     assert feature.values(pairs[:1]) == pytest.approx(together[:1], abs=1e-4)
 
 
+def test_a_table_is_never_written_with_nan(model_path, tmp_path, monkeypatch):
+    """A column value that is NaN (a feature's fault) stops `score` in one line, with no table written (its .part
+    keeps the chunks written before, for a resumed run, as after any stop)."""
+    from click.testing import CliRunner
+
+    from mosesrnn.cli import main
+    computed = RNNFeature.compute
+    monkeypatch.setattr(RNNFeature, "compute", lambda self, encoded: [math.nan] + computed(self, encoded)[1:])
+    out = tmp_path / "scored.gz"
+    result = CliRunner().invoke(main, ["score", TABLE, "-m", model_path, "-o", str(out), "-q"])
+    assert result.exit_code == 1 and "computed NaN for a phrase pair" in result.output, result.output
+    assert not out.exists()
+
+
 class _Pair:
     def __init__(self, source, target):
         self.source, self.target = source, target
