@@ -409,6 +409,18 @@ def test_nbest_distinct_without_a_rescoring_stage_is_refused(tmp_path, fake_mose
     assert calls(tmp_path) == [] and not (tmp_path / "work").exists()
 
 
+@pytest.mark.parametrize("option", [("--nbest-size", "50"), ("--device", "cpu"), ("--dtype", "bf16")],
+                         ids=lambda option: option[0])
+def test_an_option_of_the_rescoring_stage_without_one_is_refused(tmp_path, fake_moses, model, option):
+    args = tune_args(tmp_path, fake_moses, model, *option)
+    at = args.index("--rescore")
+    result = CliRunner().invoke(main, args[:at] + args[at + 4:])
+    assert result.exit_code == 2 and f"{option[0]}: for the rescoring stage, and this tuning has none" in \
+        result.output, result.output
+    assert calls(tmp_path) == []
+    assert CliRunner().invoke(main, args + ["--dry-run"]).exit_code == 0  # with one, it is read
+
+
 def test_select_on_half_warns_of_a_small_held_out_half(tmp_path, fake_moses, model):
     dry = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--select-on", "half", "--dry-run"))
     assert dry.exit_code == 0 and "# problem" not in dry.stdout, dry.output

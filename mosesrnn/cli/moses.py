@@ -9,6 +9,7 @@ import logging
 import os
 
 import click
+from click.core import ParameterSource
 from sacrebleu.metrics.bleu import BLEU
 
 from moses_integration import route
@@ -312,6 +313,7 @@ def tune(dry_run, quiet, **options):
           --runs-from tune/ --work-dir tune-selected/
     """
     setup_logging(quiet)
+    _check_rescoring_options_read(options)
     if options["baseline_features"] is not None and not options["baseline"]:
         raise click.UsageError("--rescore-baseline needs --baseline")
     if options["vocab"] and options["features"] is None and not any(options[name] for name in MODEL_OPTIONS):
@@ -319,6 +321,25 @@ def tune(dry_run, quiet, **options):
     text = route.tune(route.RouteOptions.from_options(**options), lambda message: log.info("tune: %s", message),
                       dry_run, lambda message: log.warning("warning: %s", message))
     click.echo(text, nl=False)
+
+
+#: tune's options that only a rescoring stage reads.
+_RESCORING_ONLY = ("nbest_size", "device", "dtype")
+
+
+def _check_rescoring_options_read(options: dict) -> None:
+    """Refuse the options of a rescoring stage (:data:`_RESCORING_ONLY`) given to a tuning without one: they would
+    change nothing, in silence."""
+    if options["features"] is not None or options["baseline_features"] is not None or \
+            any(options[name] for name in MODEL_OPTIONS):
+        return
+    context = click.get_current_context()
+    given = [f"--{name.replace('_', '-')}" for name in _RESCORING_ONLY
+             if context.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
+    if given:
+        raise click.UsageError(f"{', '.join(given)}: for the rescoring stage, and this tuning has none (give "
+                               f"--rescore FEATURES or a model file, or --rescore-baseline): leave out what it "
+                               f"would not read")
 
 
 @click.command("mert-report", cls=MosesCommand)
