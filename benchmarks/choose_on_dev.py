@@ -149,9 +149,6 @@ def publish(folder: str, text: str, tunings: list[str], singles: dict) -> None:
     """Write the choice into ``folder``: its text, the tunings it ranked, the singles with their translations (a
     translation given from there stays); an earlier choice's commands file is removed, to be written again."""
     os.makedirs(folder, exist_ok=True)
-    for name in COMMANDS:
-        if os.path.exists(os.path.join(folder, name)):
-            os.remove(os.path.join(folder, name))
     for single in singles.values():
         for part in ("dev", "test"):
             name, source = f"{single['name']}.{part}.hyp", single.pop(part + "_path")
@@ -165,14 +162,17 @@ def publish(folder: str, text: str, tunings: list[str], singles: dict) -> None:
     with atomic_output(os.path.join(folder, CHOICE_JSON)) as stream:
         stream.write((json.dumps({"tunings": tunings, "singles": singles}, indent=1, ensure_ascii=False)
                       + "\n").encode("utf-8"))
+    for name in COMMANDS:  # the commands of the choice replaced, once it is
+        if os.path.exists(os.path.join(folder, name)):
+            os.remove(os.path.join(folder, name))
     print(f"wrote {folder}/{CHOICE_MD}, {CHOICE_JSON} and the singles' translations; now its COMMANDS.md")
 
 
 def choose(reports: dict[str, RouteReport], given_singles: list[list[str]]) -> dict:
     """Print the ranking and the comparisons; returns the singles (name -> their BLEU and files)."""
+    # (dev-half mean, label, report, stage or None, single paths)
     rows = [(statistics.mean(stage.dev_bleu), f"{name}: {stage.name}", report, stage, None)
-            for name, report in reports.items() for stage in report.stages]  # (dev-half mean, label, report, stage
-    # or None, single paths)
+            for name, report in reports.items() for stage in report.stages]
     first = next(iter(reports.values()))
     held_out = dev_halves(first.dev["sentences"])[1]
     singles = {}

@@ -38,8 +38,6 @@ def publish_report(work_dir: str, destination: str, base: str, force: bool = Fal
     if earlier and not force:
         raise ValueError(f"{destination} holds a publication already ({', '.join(earlier)}): give --force to replace "
                          f"it (its {' and '.join(COMMANDS)} removed, to be written again), or publish elsewhere")
-    for name in set(earlier) & set(COMMANDS):
-        os.remove(os.path.join(destination, name))
     published = RouteReport(report.sacrebleu, relative_paths(report.dev, base), relative_paths(report.test, base),
                             report.runs, report.stages, relative_paths(report.signatures, base), report.selection)
     written = [os.path.join(destination, name) for name in (REPORT_JSON, PLAN, REPORT_MD)]
@@ -48,6 +46,8 @@ def publish_report(work_dir: str, destination: str, base: str, force: bool = Fal
         stream.write((json.dumps(relative_paths(plan, base), indent=1) + "\n").encode("utf-8"))
     with atomic_output(written[2]) as stream:
         stream.write(markdown(published).encode("utf-8"))
+    for name in set(earlier) & set(COMMANDS):  # the commands of the report replaced, once it is
+        os.remove(os.path.join(destination, name))
     return written
 
 
