@@ -29,7 +29,7 @@ import statistics
 import sys
 
 from moses_integration.route.plan import dev_halves
-from moses_integration.route.published import COMMANDS
+from moses_integration.route.published import CHOICE, COMMANDS
 from moses_integration.route.report_file import REPORT_JSON, RouteReport, StageResult, read_report, stage_cells
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.atomic import describe_os_error
@@ -37,7 +37,7 @@ from mosesrnn.io.compressed import atomic_output
 from mosesrnn.tuning.bleu import file_bleu
 from mosesrnn.tuning.significance import compare_runs
 
-CHOICE_JSON, CHOICE_MD = "choice.json", "choice.md"
+CHOICE_JSON, CHOICE_MD = CHOICE, "choice.md"
 
 
 def single_cell(bleu: float) -> str:

@@ -770,6 +770,11 @@ def test_publishing_never_overwrites_a_tuning_nor_a_publication_without_force(tm
     assert sorted(path.name for path in published.iterdir()) == ["plan.json", "report.json", "report.md"]
     alone = CliRunner().invoke(main, ["mert-report", str(work), "--force"])
     assert alone.exit_code == 2 and "--force goes with --publish" in alone.output
+    (tmp_path / "choice").mkdir()
+    (tmp_path / "choice" / "choice.json").write_text("{}\n")
+    into_choice = CliRunner().invoke(main, ["mert-report", str(work), "--publish", str(tmp_path / "choice"), "--force"])
+    assert into_choice.exit_code == 1 and "holds a choice among tunings" in into_choice.output, into_choice.output
+    assert sorted(os.listdir(tmp_path / "choice")) == ["choice.json"]
 
 
 def _tune_into(folder: Path, args: list[str], *options: tuple[str, str]) -> list[str]:

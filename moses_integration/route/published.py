@@ -21,6 +21,8 @@ __all__ = ["COMMANDS", "publish_report", "relative_paths"]
 
 #: The file of a published folder that holds the exact commands (one of them).
 COMMANDS = ("COMMANDS.md", "commands.sh")
+#: What marks a published choice among tunings (``benchmarks/choose_on_dev.py --publish``), never a report's folder.
+CHOICE = "choice.json"
 
 
 def publish_report(work_dir: str, destination: str, base: str, force: bool = False) -> list[str]:
@@ -54,7 +56,7 @@ def publish_report(work_dir: str, destination: str, base: str, force: bool = Fal
 def _publication_in(destination: str) -> list[str]:
     """The files of a publication already in ``destination`` (none: nothing to replace); raises ValueError when it is
     a tuning's working folder, whose report and plan the tuning itself reads (its plan names files by absolute
-    paths, which a publication never does)."""
+    paths, which a publication never does) or a published choice among tunings."""
     if not os.path.isdir(destination):
         return []
     try:
@@ -67,6 +69,9 @@ def _publication_in(destination: str) -> list[str]:
         raise ValueError(f"--publish {destination} is the working folder of a `mosesrnn tune` (its {PLAN} names its "
                          f"files by absolute paths): publishing there would overwrite its report and plan; publish "
                          f"into a folder of its own, docs/results/NAME")
+    if os.path.exists(os.path.join(destination, CHOICE)):
+        raise ValueError(f"--publish {destination} holds a choice among tunings ({CHOICE}, benchmarks/choose_on_dev.py"
+                         f"): a report is a folder of its own")
     return sorted(name for name in (REPORT_JSON, PLAN, REPORT_MD, *COMMANDS)
                   if os.path.exists(os.path.join(destination, name)))
 
