@@ -102,6 +102,8 @@ def read_reports(tunings: list[str]) -> dict[str, RouteReport]:
         report = read_report(path)
         if report.selection is None:
             raise ValueError(f"{path}: not a tuning with --select-on: its stages have no held-out dev BLEU")
+        if missing := [stage.name for stage in report.stages if not stage.dev_bleu]:
+            raise ValueError(f"{path}: a damaged report: {', '.join(missing)} without held-out dev BLEU")
         name = os.path.basename(os.path.dirname(os.path.abspath(path)))
         if name in reports:
             raise ValueError(f"{path}: a second tuning named {name} (each is named by its folder)")

@@ -92,11 +92,16 @@ def _one_line_exit_2(done: subprocess.CompletedProcess, *words: str) -> None:
     ("{}", ("report.json", "not a tuning report")),
     ('{"format": "mosesrnn-tuning-report", "ver', ("report.json",)),
     ('{"format": "mosesrnn-tuning-report", "version": 1}', ("report.json", "damaged")),
-], ids=["missing", "empty-object", "cut-short", "no-stages"])
+    ("dev_bleu", ("report.json", "a damaged report: baseline without held-out dev BLEU")),
+], ids=["missing", "empty-object", "cut-short", "no-stages", "no-dev-bleu"])
 def test_a_damaged_or_missing_report_is_one_line(world, damage, words):
     report = world / "B" / "report.json"
     if damage is None:
         report.unlink()
+    elif damage == "dev_bleu":
+        record = json.loads(report.read_text())
+        record["stages"][0]["dev_bleu"] = []
+        report.write_text(json.dumps(record))
     else:
         report.write_text(damage)
     _one_line_exit_2(choose(world, "A", "B", "--publish", "choice"), *words)
