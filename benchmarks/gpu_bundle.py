@@ -126,6 +126,13 @@ def folder_bytes(folder: Path) -> int:
 
 
 def main() -> None:
+    try:
+        build()
+    except OSError as error:  # a folder that cannot be written, a file where one is made: one line
+        fail(f"{error.filename}: {error.strerror.lower()}" if error.filename and error.strerror else str(error))
+
+
+def build() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shared", default=str(SHARED), help="the Tatoeba data folder [../shared/data/...]")
     parser.add_argument("--out", default=str(ROOT / "bundle"), help="the bundle folder [bundle/]")
@@ -139,21 +146,29 @@ def main() -> None:
     if not all((shared / name).exists() for name in needed):
         fail(f"needs the Tatoeba data ({', '.join(needed)}, dev.tok.*, test.tok.*) in {shared}, the project's "
              f"shared data beside the checkout (or --shared DIR)")
-    data = out / "data/tatoeba-moses-en-fr"
-    if data.exists():
-        shutil.rmtree(data)
     wheels = [] if args.no_wheels else download_wheels(out / "wheels")
-    notes = slice_data(shared, data, args.table_lines)
-    (out / "COMMIT").write_text(commit() + "\n", encoding="utf-8")
-    tree, bundle = tree_bytes(), folder_bytes(out)
+    # the data is sliced beside the previous bundle's and replaces it only within the limit: a bundle over it is
+    # refused with the previous one as it was
+    data, staged = out / "data", out / "data.new"
+    if staged.exists():
+        shutil.rmtree(staged)
+    notes = slice_data(shared, staged / "tatoeba-moses-en-fr", args.table_lines)
+    tree = tree_bytes()
+    bundle = folder_bytes(out) - (folder_bytes(data) if data.exists() else 0)
     for note in notes:
         print(f"  data/tatoeba-moses-en-fr/{note}")
     print(f"  wheels: {', '.join(wheels) or 'none (--no-wheels)'}")
     print(f"gpu-bundle: {out}: {bundle / MIB:.1f} MiB (wheels {folder_bytes(out / 'wheels') / MIB:.1f}, data "
-          f"{folder_bytes(data) / MIB:.1f}); the tree {tree / MIB:.1f} MiB; together {(tree + bundle) / MIB:.1f} "
+          f"{folder_bytes(staged) / MIB:.1f}); the tree {tree / MIB:.1f} MiB; together {(tree + bundle) / MIB:.1f} "
           f"MiB of the {args.limit:.0f} allowed (the device takes 64); commit {commit()}")
     if tree + bundle > args.limit * MIB:
-        fail(f"tree and bundle take {(tree + bundle) / MIB:.1f} MiB, over {args.limit:.0f}: lower --table-lines")
+        shutil.rmtree(staged)
+        fail(f"tree and bundle would take {(tree + bundle) / MIB:.1f} MiB, over {args.limit:.0f}: lower "
+             f"--table-lines ({out}'s data left as it was)")
+    if data.exists():
+        shutil.rmtree(data)
+    staged.rename(data)
+    (out / "COMMIT").write_text(commit() + "\n", encoding="utf-8")
     if os.path.realpath(out) == os.path.realpath(ROOT / "bundle"):
         print('gpu-bundle: carry it to the device with carry: ["bundle"]; there: bash benchmarks/on_device.sh OUTDIR')
 

@@ -137,8 +137,21 @@ if [ "$TRAIN" = 1 ]; then
         if [ "$running" -ge "$JOBS" ]; then wait -n; running=$(( running - 1 )); fi
     done
     wait
-    "$PY" benchmarks/device_training.py "$OUTDIR/models" > "$OUTDIR/training.md" 2>> "$OUTDIR/on_device.log"
+    "$PY" benchmarks/device_training.py "$OUTDIR/models" > "$OUTDIR/training.md" 2>> "$OUTDIR/on_device.log" \
+        || { log "phase 2: benchmarks/device_training.py failed (on_device.log says why)"; STATUS=1; }
     cat "$OUTDIR/training.md" >&2
+    # a trainer that ended in an error and kept no model failed (one stopped at the budget keeps its best.pt)
+    FAILED=()
+    for entry in "${TRAINING[@]}"; do
+        name=${entry%%|*} kept=$OUTDIR/models/${entry%%|*}
+        [ -f "$kept/status" ] || continue  # skipped, said above
+        read -r code _ < "$kept/status"
+        [ "$code" = 0 ] || [ -f "$kept/best.pt" ] || FAILED+=("$name")
+    done
+    if [ ${#FAILED[@]} -gt 0 ]; then
+        log "phase 2: ${#FAILED[@]} of ${#TRAINING[@]} trainers failed: ${FAILED[*]} (their train.log under $OUTDIR/models/)"
+        [ "$STATUS" != 0 ] || STATUS=1
+    fi
     log "phase 2 ended"
 fi
 

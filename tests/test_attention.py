@@ -158,9 +158,13 @@ def test_init_follows_the_paper():
 # -- through the seam: scoring, search, training ------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    path = tmp_path_factory.mktemp("attention") / "tiny.pt"
-    return load_encoder_decoder(save_tiny_model(str(path), encoder="attention"))
+def attention_file(tmp_path_factory) -> str:
+    return save_tiny_model(str(tmp_path_factory.mktemp("attention") / "tiny.pt"), encoder="attention")
+
+
+@pytest.fixture(scope="module")
+def trained(attention_file):
+    return load_encoder_decoder(attention_file)
 
 
 def test_rnn_feature_scores_a_phrase_table_as_the_model_does(trained):
@@ -190,6 +194,63 @@ def test_rnn_feature_scores_an_nbest_list(trained, tmp_path):
     for entry, value in zip(entries, searcher_values):
         name, (rnn,) = entry.features[-1]
         assert name == "RNN0" and rnn == pytest.approx(value, abs=1e-4)
+
+
+def test_an_empty_source_line_gets_a_number_not_nan(attention_file, tmp_path):
+    """Moses decodes an empty line to an empty one: its hypotheses get the log p of an empty source (the attention
+    reads no annotation, c_i = 0), a number as the GRU's, in a batch with other sources and alone."""
+    (tmp_path / "src.txt").write_text("the house\n\ni am here .\n", encoding="utf-8")
+    (tmp_path / "list.nbest").write_text("0 ||| la maison ||| LM0= -1 ||| -1\n1 |||  ||| LM0= -1 ||| -1\n"
+                                         "1 ||| la ||| LM0= -2 ||| -2\n2 ||| je suis là . ||| LM0= -1 ||| -1\n",
+                                         encoding="utf-8")
+    (tmp_path / "alone.nbest").write_text("0 ||| la ||| LM0= -2 ||| -2\n", encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("\n", encoding="utf-8")
+    values = {}
+    for listing, source in (("list", "src"), ("alone", "empty")):
+        result = CliRunner().invoke(main, ["nbest", str(tmp_path / f"{listing}.nbest"), "--source",
+                                           str(tmp_path / f"{source}.txt"), "-m", attention_file, "-o",
+                                           str(tmp_path / f"{listing}.rnn"), "-q"])
+        assert result.exit_code == 0, result.output
+        entries = [parse_line(line) for line in (tmp_path / f"{listing}.rnn").read_text().splitlines()]
+        values[listing] = [dict(entry.features)["RNN0"][0] for entry in entries]
+    assert all(math.isfinite(value) for value in values["list"]), values
+    assert values["alone"][0] == pytest.approx(values["list"][2], abs=1e-4)
+
+
+def test_compile_refuses_a_model_it_would_not_compile(attention_file, model_path, tmp_path):
+    """--compile compiles the gru encoder's and C14's decoder's steps; an attention model has neither, and is
+    refused in one line rather than scored eagerly in silence (a gru model is built as asked)."""
+    out = tmp_path / "scored.gz"
+    result = CliRunner().invoke(main, ["score", str(TABLE), "-m", attention_file, "--compile", "-o", str(out), "-q"])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
+    assert f"{attention_file} is a model of --encoder attention, which has neither" in result.output
+    assert not out.exists()
+    from mosesrnn.features.options import FeatureOptions
+    from mosesrnn.features.selection import select_features
+    assert select_features(FeatureOptions(model=model_path, compile=True))[0].compile == "default"
+
+
+def test_a_gru_run_folder_refuses_attention_naming_its_encoder(tmp_path):
+    """train --corpus skips the line pairs with an empty side and says so; a folder holding a gru run refuses a run
+    of --encoder attention, naming the gru model there and what --restart would do to it."""
+    corpus = []
+    for side in ("en", "fr"):
+        lines = (DATA / f"tatoeba.train2k.tok.{side}").read_text(encoding="utf-8").splitlines()[:200]
+        lines[7] = "" if side == "fr" else lines[7]
+        (tmp_path / f"train.{side}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        corpus.append(str(tmp_path / f"train.{side}"))
+    sizes = ["--max-updates", "2", "--valid-every", "2", "--valid-size", "10", "--batch-size", "16", "--vocab-size",
+             "100", "--embed-dim", "4", "--hidden-dim", "4", "--maxout-units", "2", "--output-rank", "2",
+             "--threads", "1"]
+    out = tmp_path / "run"
+    gru = CliRunner().invoke(main, ["train", "--corpus", *corpus, "-o", str(out), *sizes])
+    assert gru.exit_code == 0, gru.output
+    assert "(1 skipped: an empty side)" in gru.output
+    attention = CliRunner().invoke(main, ["train", "--corpus", *corpus, "-o", str(out), "--encoder", "attention",
+                                          *sizes])
+    assert attention.exit_code == 1, attention.output
+    assert f"{out} holds a model of --encoder gru" in attention.output
+    assert "--restart would replace that gru model" in attention.output
 
 
 class _Pair:

@@ -1,10 +1,12 @@
 """Moses n-best lists: exact round trip of both formats on real files, appending groups, bad lines."""
 import gzip
+import math
 from pathlib import Path
 
 import pytest
 
 from mosesrnn.formats.nbest import NbestError, format_line, group_by_sentence, parse_line, read_nbest
+from mosesrnn.formats.phrase_table import table_value
 
 DATA = Path(__file__).parent / "data" / "nbest"
 SHARED = Path(__file__).parent.parent.parent / "shared" / "data"
@@ -73,6 +75,25 @@ def test_append_a_group_and_parse_it_back(line, appended, expected_field):
 def test_appending_a_present_name_is_an_error():
     with pytest.raises(NbestError, match=r"^x.nbest:7: feature 'LM0' is already in the line"):
         format_line(parse_line(NEW_LINE, "x.nbest", 7), [("LM0", [1.0])])
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_value_that_is_not_a_number_is_never_written(value):
+    with pytest.raises(NbestError, match=r"^x.nbest:7: feature RNN0 computed .* not a finite number"):
+        format_line(parse_line(NEW_LINE, "x.nbest", 7), [("RNN0", [value])])
+
+
+def test_word_scores_that_are_not_numbers_are_never_written():
+    from mosesrnn.pipeline.nbest import word_score_line
+    entry = parse_line(NEW_LINE, "x.nbest", 7)
+    assert word_score_line(entry, [-1.5, -0.25]).endswith("||| -1.500000 -0.250000\n")
+    with pytest.raises(NbestError, match=r"^x.nbest:7: the rnn model's word scores .* not all finite"):
+        word_score_line(entry, [-1.5, math.nan])
+
+
+def test_a_phrase_table_value_that_is_not_a_number_is_never_written():
+    with pytest.raises(ValueError, match="NaN"):
+        table_value(math.nan)
 
 
 @pytest.mark.parametrize("text, problem", [

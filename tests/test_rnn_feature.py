@@ -7,6 +7,7 @@ import pytest
 import torch
 from scoring_helpers import TABLE, save_tiny_model
 
+from mosesrnn.encdec.architectures import ARCHITECTURES
 from mosesrnn.encdec.batching import pad
 from mosesrnn.encdec.config import ModelConfig
 from mosesrnn.encdec.model import EncoderDecoder
@@ -162,6 +163,36 @@ def test_score_log_prob_equals_decode_log_prob_in_float64():
             actual = model.decoder.sequence_log_prob(ctx, trg, trg_lengths, row_block=row_block)
             assert actual.dtype == torch.float64
             assert torch.allclose(actual, expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("encoder", list(ARCHITECTURES))
+def test_an_empty_source_scores_a_number_in_a_batch_and_alone(encoder, tmp_path):
+    """Every architecture scores a target given an empty source (Moses' empty line): a finite log p, the same
+    alone (a batch of empty sources) as beside longer ones."""
+    feature = RNNFeature(load_encoder_decoder(save_tiny_model(str(tmp_path / "m.pt"), encoder=encoder)))
+    pairs = [_Pair("", "la maison"), _Pair("", ""), _Pair("the house", "la maison")]
+    together = feature.values(pairs)
+    assert all(math.isfinite(value) for value in together), together
+    assert feature.values(pairs[:1]) == pytest.approx(together[:1], abs=1e-4)
+
+
+def test_a_table_is_never_written_with_nan(model_path, tmp_path, monkeypatch):
+    """A column value that is NaN (a feature's fault) stops `score` in one line, with no table written (its .part
+    keeps the chunks written before, for a resumed run, as after any stop)."""
+    from click.testing import CliRunner
+
+    from mosesrnn.cli import main
+    computed = RNNFeature.compute
+    monkeypatch.setattr(RNNFeature, "compute", lambda self, encoded: [math.nan] + computed(self, encoded)[1:])
+    out = tmp_path / "scored.gz"
+    result = CliRunner().invoke(main, ["score", TABLE, "-m", model_path, "-o", str(out), "-q"])
+    assert result.exit_code == 1 and "computed NaN for a phrase pair" in result.output, result.output
+    assert not out.exists()
+
+
+class _Pair:
+    def __init__(self, source, target):
+        self.source, self.target = source, target
 
 
 def test_rnn_and_rnn_rev_in_one_pass(model_path, tmp_path):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import math
 import os
 import shutil
 import statistics
@@ -381,6 +382,68 @@ def test_select_on_half_tunes_on_one_half_of_dev_and_chooses_on_the_other(tmp_pa
     assert "# --select-on half: every mosesrnn mert above tunes on the dev lists' odd lines" in dry.stdout
 
 
+@pytest.mark.parametrize("lines, blank", [(1, False), (3, False), (13, True)], ids=["one-line", "three-lines",
+                                                                                     "blank-held-out-references"])
+def test_select_on_half_refuses_a_dev_set_too_small_to_hold_out_before_any_work(tmp_path, fake_moses, model, lines,
+                                                                                 blank):
+    """A held-out half of fewer than two sentences with a reference chooses on nothing: refused before MERT, the
+    minimum named; a small one that can choose is said in a warning."""
+    for side in ("en", "fr"):
+        kept = (tmp_path / f"dev.{side}").read_text(encoding="utf-8").splitlines()[:lines]
+        if blank and side == "fr":
+            kept = [text if at % 2 == 0 else "" for at, text in enumerate(kept)]
+        (tmp_path / f"dev.{side}").write_text("".join(text + "\n" for text in kept), encoding="utf-8")
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "1", "--select-on", "half")
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and "--select-on half" in result.output, result.output
+    assert "it needs 2 at least, a dev set of 4 lines or more" in result.output
+    assert calls(tmp_path) == [] and not (tmp_path / "work").exists()
+
+
+def test_nbest_distinct_without_a_rescoring_stage_is_refused(tmp_path, fake_moses, model):
+    args = tune_args(tmp_path, fake_moses, model, "--nbest-distinct")
+    at = args.index("--rescore")
+    result = CliRunner().invoke(main, args[:at] + args[at + 4:])  # no --rescore unk -m MODEL: no rescoring stage
+    assert result.exit_code == 1 and "--nbest-distinct shapes the rescoring stage's n-best lists" in result.output, \
+        result.output
+    assert calls(tmp_path) == [] and not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize("option", [("--nbest-size", "50"), ("--device", "cpu"), ("--dtype", "bf16")],
+                         ids=lambda option: option[0])
+def test_an_option_of_the_rescoring_stage_without_one_is_refused(tmp_path, fake_moses, model, option):
+    args = tune_args(tmp_path, fake_moses, model, *option)
+    at = args.index("--rescore")
+    result = CliRunner().invoke(main, args[:at] + args[at + 4:])
+    assert result.exit_code == 2 and f"{option[0]}: for the rescoring stage, and this tuning has none" in \
+        result.output, result.output
+    assert calls(tmp_path) == []
+    assert CliRunner().invoke(main, args + ["--dry-run"]).exit_code == 0  # with one, it is read
+
+
+def test_select_on_half_warns_of_a_small_held_out_half(tmp_path, fake_moses, model):
+    dry = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--select-on", "half", "--dry-run"))
+    assert dry.exit_code == 0 and "# problem" not in dry.stdout, dry.output
+    assert "warning: --select-on half: the held-out dev half" in dry.stderr and "has 6 sentences" in dry.stderr
+
+
+def test_a_tuning_whose_lender_is_gone_is_one_line(tmp_path, fake_moses, model):
+    """The runs linked from a --runs-from folder that was removed are named, with what to do, before any work."""
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, first).exit_code == 0
+    lender, again = tmp_path / "work", tmp_path / "again"
+    args = _tune_into(again, first, ("--runs-from", str(lender)))
+    assert CliRunner().invoke(main, args).exit_code == 0
+    shutil.rmtree(lender)
+    done = len(calls(tmp_path))
+    at = args.index("--runs-from")
+    result = CliRunner().invoke(main, args[:at] + args[at + 2:])
+    assert result.exit_code == 1 and "which is gone" in result.output and "Traceback" not in result.output, \
+        result.output
+    assert f"{again}/baseline-run1 links to ../work/baseline-run1" in result.output
+    assert [call for call in calls(tmp_path)[done:] if not call.endswith("-show-weights")] == []
+
+
 def test_select_on_half_takes_the_runs_of_a_tuning_without_it(tmp_path, fake_moses, model):
     """The Moses MERT runs, decodes and lists of a tuning without a selection serve one with it; their controls,
     tuned on the whole dev lists, do not: they are tuned again on the half."""
@@ -564,6 +627,7 @@ def test_the_route_with_real_moses(tmp_path):
     (("--lm", "{model}"), "is an RNN Encoder-Decoder (a translation model, from `mosesrnn train`), but --lm takes "
                           "a CSLM"),
     (("--rescore", "rnn", "--vocab", str(DATA / "moses")), "the rnn rescoring feature needs its model file: give -m"),
+    (("-m", "{model}", "--reverse-model", "{model}"), "--reverse-model {model} was trained source-to-target"),
 ])
 def test_a_rescoring_that_would_fail_is_refused_before_any_stage(tmp_path, fake_moses, model, extra, message):
     """An hour of MERT is not lost to a typo: the later stages' models are checked before the first starts."""
@@ -571,8 +635,24 @@ def test_a_rescoring_that_would_fail_is_refused_before_any_stage(tmp_path, fake_
     at = args.index("--rescore")
     del args[at:at + 4]  # --rescore unk -m MODEL
     result = CliRunner().invoke(main, args + [value.format(model=model) for value in extra])
-    assert result.exit_code == 1 and message in result.output, result.output
+    assert result.exit_code == 1 and message.format(model=model) in result.output, result.output
     assert calls(tmp_path) == [] and not (tmp_path / "work" / "plan.json").exists()
+
+
+def test_a_model_that_computes_no_number_is_refused_before_any_stage(tmp_path, fake_moses, model, monkeypatch):
+    """A feature that computes NaN for an empty line (as the attention model did: Moses decodes an empty line to an
+    empty one) would fill the lists MERT made: each rescoring feature computes the dev set's first sentence and an
+    empty line before the first stage, and a value that is no number is refused there."""
+    from mosesrnn.features.rnn import RNNFeature
+    log_probs = RNNFeature.values
+    monkeypatch.setattr(RNNFeature, "values", lambda self, pairs: [
+        math.nan if not pair.source else value for pair, value in zip(pairs, log_probs(self, pairs))])
+    args = tune_args(tmp_path, fake_moses, model)
+    args[args.index("--rescore") + 1] = "rnn"
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and "the rnn rescoring feature computes nan for '' given ''" in result.output, \
+        result.output
+    assert calls(tmp_path) == [] and not (tmp_path / "work").exists()
 
 
 def test_the_joint_model_needs_a_table_with_word_alignments(tmp_path, fake_moses, model):
@@ -663,6 +743,38 @@ def test_a_report_is_published_without_machine_paths_and_reads_back(tmp_path, fa
     alone = CliRunner().invoke(main, ["mert-report", str(tmp_path / "work"), "--publish", str(published), "--against",
                                       "system"])
     assert alone.exit_code == 2 and "--publish goes alone" in alone.output
+
+
+def test_publishing_never_overwrites_a_tuning_nor_a_publication_without_force(tmp_path, fake_moses, model,
+                                                                              monkeypatch):
+    """--publish into another tuning's working folder is refused, --force or not: its report and plan are that
+    tuning's own. Over an earlier publication it needs --force, which removes the old COMMANDS.md too."""
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--runs", "1")).exit_code == 0
+    work, other = tmp_path / "work", tmp_path / "other"
+    shutil.copytree(work, other)
+    before = {path: path.read_bytes() for path in other.rglob("*") if path.is_file()}
+    for force in ([], ["--force"]):
+        result = CliRunner().invoke(main, ["mert-report", str(work), "--publish", str(other), *force])
+        assert result.exit_code == 1 and "is the working folder of a `mosesrnn tune`" in result.output, result.output
+    assert {path: path.read_bytes() for path in other.rglob("*") if path.is_file()} == before
+    published = tmp_path / "published"
+    assert CliRunner().invoke(main, ["mert-report", str(work), "--publish", str(published)]).exit_code == 0
+    (published / "COMMANDS.md").write_text("the commands of the first report\n")
+    (published / "report.md").write_text("edited\n")
+    again = CliRunner().invoke(main, ["mert-report", str(work), "--publish", str(published)])
+    assert again.exit_code == 1 and "holds a publication already" in again.output and "--force" in again.output
+    assert (published / "report.md").read_text() == "edited\n" and (published / "COMMANDS.md").exists()
+    forced = CliRunner().invoke(main, ["mert-report", str(work), "--publish", str(published), "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert sorted(path.name for path in published.iterdir()) == ["plan.json", "report.json", "report.md"]
+    alone = CliRunner().invoke(main, ["mert-report", str(work), "--force"])
+    assert alone.exit_code == 2 and "--force goes with --publish" in alone.output
+    (tmp_path / "choice").mkdir()
+    (tmp_path / "choice" / "choice.json").write_text("{}\n")
+    into_choice = CliRunner().invoke(main, ["mert-report", str(work), "--publish", str(tmp_path / "choice"), "--force"])
+    assert into_choice.exit_code == 1 and "holds a choice among tunings" in into_choice.output, into_choice.output
+    assert sorted(os.listdir(tmp_path / "choice")) == ["choice.json"]
 
 
 def _tune_into(folder: Path, args: list[str], *options: tuple[str, str]) -> list[str]:

@@ -31,24 +31,27 @@ from __future__ import annotations
 from typing import Callable
 
 from ..mert_moses import MertSetupError, find_tools
-from .checks import plan_problems
+from .checks import plan_problems, plan_warnings
 from .plan import SELECT_ON, RouteOptions, RoutePlan, StageFiles, stage_files
 from .report import build_report, compare_with
 from .report_file import RouteReport, StageResult, markdown, read_report, write_report
 from .stages import dry_run_commands, rescore_run, run_route
 
 __all__ = ["SELECT_ON", "RouteOptions", "RoutePlan", "RouteReport", "StageFiles", "StageResult", "build_report",
-           "compare_with", "dry_run_commands", "markdown", "plan_problems", "read_report", "rescore_run", "run_route",
-           "stage_files", "tune", "write_report"]
+           "compare_with", "dry_run_commands", "markdown", "plan_problems", "plan_warnings", "read_report",
+           "rescore_run", "run_route", "stage_files", "tune", "write_report"]
 
 
-def tune(options: RouteOptions, log: Callable[[str], None], dry_run: bool = False) -> str:
+def tune(options: RouteOptions, log: Callable[[str], None], dry_run: bool = False,
+         warn: Callable[[str], None] = lambda message: None) -> str:
     """Run (or continue) the tuning route of ``options``: ``mosesrnn tune``.
 
     Args:
         options: the plan and where Moses' programs are (:class:`~.plan.RouteOptions`).
         log: called with each line of progress (a stage started, a MERT iteration...).
         dry_run: run nothing; return the commands the route would run, the problems found first.
+        warn: called with what the route runs with but should not pass in silence
+            (:func:`.checks.plan_warnings`: a small held-out half...).
 
     Returns:
         The report as Markdown (also written to the working folder as ``report.md`` and ``report.json``), or,
@@ -56,13 +59,16 @@ def tune(options: RouteOptions, log: Callable[[str], None], dry_run: bool = Fals
 
     Raises:
         MertSetupError: every problem that stops it from starting, one a line (missing programs, empty or
-            mismatched files, a folder of another tuning); a :class:`~mosesrnn.errors.MosesRNNError`.
+            mismatched files, a folder of another tuning, a rescoring model that cannot serve); a
+            :class:`~mosesrnn.errors.MosesRNNError`.
         MosesToolError: a Moses program that failed while the route ran.
         MosesRNNError: a damaged file of an earlier run, or a run whose inputs changed since it was made.
         OSError: a file that cannot be read or written.
     """
     tools, missing = find_tools(options.moses_bin, options.moses_scripts, options.mertdir)
     problems = plan_problems(options.plan, tools, missing)
+    for warning in plan_warnings(options.plan):
+        warn(warning)
     if dry_run:
         return dry_run_commands(options.plan, tools, problems) + "\n"
     if problems:

@@ -7,8 +7,10 @@ other files than those of today (:mod:`.made_with`).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+from typing import Sequence
 
 from mosesrnn.features.options import FeatureOptions
 from mosesrnn.features.registry import FEATURES
@@ -16,17 +18,20 @@ from mosesrnn.formats.moses_ini import parse_ini, phrase_tables, read_ini_text
 from mosesrnn.formats.phrase_table import PhraseTableError, first_entries
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.declared import declare_input
-from mosesrnn.models import MODEL_KINDS, MODEL_OPTIONS, kind_of
+from mosesrnn.models import FEATURE_MODELS, MODEL_KINDS, MODEL_OPTIONS, kind_of
 
 from ..mert_moses import MosesTools, relative_paths
 from .made_with import made_with_problems
-from .plan import PLAN, RoutePlan, saved_plan
+from .plan import PLAN, RoutePlan, dev_halves, saved_plan
 from .reuse import tuned_by
 
-__all__ = ["plan_problems", "rescoring_problems"]
+__all__ = ["MIN_HELD_OUT", "SMALL_HELD_OUT", "plan_problems", "plan_warnings", "rescoring_problems"]
 
 #: What a reused run must share with this tuning: the sets it was tuned and tested on, and how.
 _SHARED = ("dev_src", "dev_ref", "test_src", "test_ref")
+#: ``--select-on half``: the fewest held-out dev sentences (with a reference) a stage is chosen on, and the fewest
+#: that choose it without a warning.
+MIN_HELD_OUT, SMALL_HELD_OUT = 2, 100
 
 
 def plan_problems(plan: RoutePlan, tools: MosesTools, tools_missing: list[str]) -> list[str]:
@@ -52,19 +57,76 @@ def plan_problems(plan: RoutePlan, tools: MosesTools, tools_missing: list[str]) 
     for system, ini in plan.systems():
         rescoring = plan.rescoring_of(system)
         if rescoring is not None:
-            problems += rescoring_problems(rescoring)
+            problems += rescoring_problems(rescoring, _probes(plan))
             if plan.word_alignments(system) and os.path.isfile(ini) and os.path.getsize(ini):
                 problems += _alignment_problems(ini)
-    problems += _plan_record_problems(plan) + _reuse_problems(plan)
+    problems += _unused_option_problems(plan) + _selection_problems(plan) + _plan_record_problems(plan)
+    problems += _reuse_problems(plan)
+    problems += _lender_gone_problems(plan.work_dir)
     if not problems and not tools_missing:
         problems = made_with_problems(plan, tools)
     return problems + tools_missing
 
 
-def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
+def plan_warnings(plan: RoutePlan) -> list[str]:
+    """What the tuning may run with but should say: a held-out dev half (``--select-on half``) of fewer than
+    :data:`SMALL_HELD_OUT` sentences, whose BLEU chooses the stage on little."""
+    held_out = _held_out_references(plan)
+    if held_out is None or not MIN_HELD_OUT <= held_out < SMALL_HELD_OUT:
+        return []
+    return [f"--select-on half: the held-out dev half ({plan.dev_ref}'s even lines) has {held_out} sentences: its BLEU "
+            f"chooses the stage on little (a dev set of {2 * SMALL_HELD_OUT} lines or more holds out "
+            f"{SMALL_HELD_OUT})"]
+
+
+def _held_out_references(plan: RoutePlan) -> int | None:
+    """How many of the held-out dev half's references (:func:`.plan.dev_halves`) are not blank; None: no selection,
+    or no dev reference to read."""
+    if not plan.selecting() or not os.path.isfile(plan.dev_ref):
+        return None
+    references = read_lines(plan.dev_ref)
+    return sum(1 for line in dev_halves(len(references))[1] if references[line].strip())
+
+
+def _unused_option_problems(plan: RoutePlan) -> list[str]:
+    """``--nbest-distinct`` without a stage that decodes n-best lists: it would change nothing, in silence."""
+    if plan.nbest_distinct and not any(plan.retunes(system) for system, _ in plan.systems()):
+        return ["--nbest-distinct shapes the rescoring stage's n-best lists, and this tuning has no such stage (give "
+                "--rescore FEATURES or a model file, or --rescore-baseline): leave it out"]
+    return []
+
+
+def _selection_problems(plan: RoutePlan) -> list[str]:
+    """``--select-on half`` with a held-out dev half of fewer than :data:`MIN_HELD_OUT` sentences with a reference:
+    nothing to choose on."""
+    held_out = _held_out_references(plan)
+    if held_out is None or held_out >= MIN_HELD_OUT:
+        return []
+    return [f"--select-on half: {plan.dev_ref} holds {held_out} non-blank references at its even lines (the held-out "
+            f"dev half the stage is chosen on): it needs {MIN_HELD_OUT} at least, a dev set of {2 * MIN_HELD_OUT} "
+            f"lines or more (or tune without --select-on)"]
+
+
+def _lender_gone_problems(work_dir: str) -> list[str]:
+    """Links in the working folder whose files are gone (the ``--runs-from`` folder that lent them was moved or
+    removed): the runs they stood for are neither here nor there."""
+    if not os.path.isdir(work_dir):
+        return []
+    dangling = sorted(name for name in os.listdir(work_dir) if os.path.islink(os.path.join(work_dir, name))
+                      and not os.path.exists(os.path.join(work_dir, name)))
+    if not dangling:
+        return []
+    first = os.path.join(work_dir, dangling[0])
+    return [f"{first} links to {os.readlink(first)}, which is gone ({len(dangling)} such links in {work_dir}): the "
+            f"--runs-from folder that lent them was moved or removed; put it back, or remove the links to run those "
+            f"runs here"]
+
+
+def rescoring_problems(rescoring: FeatureOptions, probes: Sequence[tuple[str, str]] = ()) -> list[str]:
     """What stops the rescoring stages, found before the first stage: a feature without its model file, a model
     file of another kind, one that is not a model file, one its kind refuses for its option (a joint model of
-    another orientation than its option's: :meth:`~mosesrnn.models.ModelKind.refusal`)."""
+    another orientation than its option's: :meth:`~mosesrnn.models.ModelKind.refusal`), a feature that cannot be
+    built or that computes no number for one of ``probes`` (``(source, translation)``: :func:`_building_problems`)."""
     from mosesrnn.io.model_store import ModelFileError, model_kind  # torch: the wing loads it only to read models
     problems = []
     for name in rescoring.names():
@@ -85,7 +147,38 @@ def rescoring_problems(rescoring: FeatureOptions) -> list[str]:
                             f"{wanted.holds}")
         elif refusal := wanted.refusal(path, option):
             problems.append(refusal)
-    return problems
+    return problems or _building_problems(rescoring, probes)
+
+
+def _building_problems(rescoring: FeatureOptions, probes: Sequence[tuple[str, str]]) -> list[str]:
+    """What stops building the rescoring features themselves, their models loaded: each model against its option
+    and against the others (``--reverse-model`` of the ``-m`` model's direction, a setting no feature takes), as the
+    rescoring stage would find it after MERT; then each feature that reads no word alignment computes ``probes``,
+    and one that gives no finite number (a damaged model) is refused here, not on the lists MERT made."""
+    from mosesrnn.features.selection import select_features  # torch: as above
+    from mosesrnn.pipeline.nbest import NbestPair
+    pairs = [NbestPair(source, translation, path="a probe") for source, translation in probes]
+    try:
+        features = select_features(rescoring)
+        for feature in features:
+            option = FEATURE_MODELS.get(feature.spec.name)
+            if not pairs or (option is not None and kind_of(option).reads_alignments):
+                continue
+            for pair, value in zip(pairs, feature.values(pairs)):
+                if not math.isfinite(value):
+                    return [f"the {feature.spec.name} rescoring feature computes {value} for {pair.target!r} given "
+                            f"{pair.source!r}, not a number: is its model file damaged?"]
+    except ValueError as error:
+        return [str(error)]
+    return []
+
+
+def _probes(plan: RoutePlan) -> list[tuple[str, str]]:
+    """What the rescoring features compute before any work: the dev set's first sentence with its reference, and
+    an empty line (Moses decodes one to an empty translation)."""
+    if not all(os.path.isfile(path) and os.path.getsize(path) for path in (plan.dev_src, plan.dev_ref)):
+        return []
+    return [(read_lines(plan.dev_src)[0], read_lines(plan.dev_ref)[0]), ("", "")]
 
 
 def _alignment_problems(ini: str) -> list[str]:

@@ -9,6 +9,7 @@ import logging
 import os
 
 import click
+from click.core import ParameterSource
 from sacrebleu.metrics.bleu import BLEU
 
 from moses_integration import route
@@ -315,13 +316,33 @@ def tune(dry_run, quiet, **options):
           --runs-from tune/ --work-dir tune-selected/
     """
     setup_logging(quiet)
+    _check_rescoring_options_read(options)
     if options["baseline_features"] is not None and not options["baseline"]:
         raise click.UsageError("--rescore-baseline needs --baseline")
     if options["vocab"] and options["features"] is None and not any(options[name] for name in MODEL_OPTIONS):
         raise click.UsageError("--vocab serves the unk feature: name it with --rescore unk")
     text = route.tune(route.RouteOptions.from_options(**options), lambda message: log.info("tune: %s", message),
-                      dry_run)
+                      dry_run, lambda message: log.warning("warning: %s", message))
     click.echo(text, nl=False)
+
+
+#: tune's options that only a rescoring stage reads.
+_RESCORING_ONLY = ("nbest_size", "device", "dtype")
+
+
+def _check_rescoring_options_read(options: dict) -> None:
+    """Refuse the options of a rescoring stage (:data:`_RESCORING_ONLY`) given to a tuning without one: they would
+    change nothing, in silence."""
+    if options["features"] is not None or options["baseline_features"] is not None or \
+            any(options[name] for name in MODEL_OPTIONS):
+        return
+    context = click.get_current_context()
+    given = [f"--{name.replace('_', '-')}" for name in _RESCORING_ONLY
+             if context.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
+    if given:
+        raise click.UsageError(f"{', '.join(given)}: for the rescoring stage, and this tuning has none (give "
+                               f"--rescore FEATURES or a model file, or --rescore-baseline): leave out what it "
+                               f"would not read")
 
 
 @click.command("mert-report", cls=MosesCommand)
@@ -344,8 +365,12 @@ def tune(dry_run, quiet, **options):
               help="Copy the report of the finished `mosesrnn tune` in WORK_DIR into DIR (docs/results/NAME, to "
                    "commit): report.json and plan.json with every absolute path written relative to the current "
                    "directory (run it from the folder the tuning's commands ran in), and report.md rendered from them. "
-                   "Add DIR/COMMANDS.md with the exact commands: every BLEU table of the docs names such a folder.")
-def mert_report(work_dir, dev_ref, tokenize, which, against, full_ini, output, publish):
+                   "Add DIR/COMMANDS.md with the exact commands: every BLEU table of the docs names such a folder. "
+                   "Never into a tuning's working folder; a DIR holding a publication only with --force.")
+@click.option("--force", is_flag=True,
+              help="With --publish: replace the publication in DIR (its COMMANDS.md or commands.sh is removed, to be "
+                   "written again for the new report).")
+def mert_report(work_dir, dev_ref, tokenize, which, against, full_ini, output, publish, force):
     """Report a finished or stopped tuning in WORK_DIR, and apply one of its iterations.
 
     WORK_DIR is a mert-moses.pl working directory, or one of `mosesrnn tune` holding one per run. For
@@ -363,10 +388,12 @@ def mert_report(work_dir, dev_ref, tokenize, which, against, full_ini, output, p
     if publish is not None:
         if any(value is not None for value in (dev_ref, which, against, full_ini, output)):
             raise click.UsageError("--publish goes alone: it copies the report as `mosesrnn tune` wrote it")
-        for path in publish_report(work_dir, publish, os.getcwd()):
+        for path in publish_report(work_dir, publish, os.getcwd(), force):
             click.echo(f"wrote {path}", err=True)
         click.echo(f"now write {os.path.join(publish, COMMANDS[0])}: the exact commands, from {os.getcwd()}", err=True)
         return
+    if force:
+        raise click.UsageError("--force goes with --publish")
     if which is not None and (full_ini is None or output is None):
         raise click.UsageError("--apply needs --ini (the full moses.ini) and -o (the new one)")
     if which is None and (full_ini is not None or output is not None):

@@ -30,7 +30,8 @@ from .paths import INPUT, INPUT_FOLDER, MODEL_FOLDER_FILES, output_folder_writin
 @click.argument("table", type=INPUT, required=False)
 @click.option("--corpus", nargs=2, type=INPUT, metavar="SRC TRG",
               help="Train on a sentence-aligned corpus instead of a table: two tokenized text files "
-                   "(.gz allowed), line i of SRC translating line i of TRG; every line pair is kept.")
+                   "(.gz allowed), line i of SRC translating line i of TRG; every line pair is kept, duplicates "
+                   "included, but those with an empty side (and over --max-len): their count is said.")
 @click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*MODEL_FOLDER_FILES),
               help="Model directory: best.pt, last.pt, state.pt, vocab/, train.jsonl and loss.png go here.")
 @click.option("--preset", type=click.Choice(["small", "paper"]), default="small", show_default=True,

@@ -206,7 +206,9 @@ class AttentionDecoder(nn.Module):
         n = s.size(0)
         e = self.v_a(torch.tanh(self.W_a(s).unsqueeze(1) + ctx.keys[:n])).squeeze(-1)  # (n, S)
         e = at_least_float32(e).masked_fill(~ctx.mask[:n], float("-inf"))
-        alpha = torch.softmax(e, dim=-1)  # (n, S)
+        # an empty source (Moses decodes an empty line to an empty one) has no word to attend to: its softmax over
+        # nothing is NaN, and its c_i = 0, the sum over no annotation
+        alpha = torch.softmax(e, dim=-1).masked_fill(~ctx.mask[:n], 0.0)  # (n, S)
         h = ctx.h[:n]
         return torch.bmm(alpha.unsqueeze(1).to(h.dtype), h).squeeze(1)  # (n, 2H)
 

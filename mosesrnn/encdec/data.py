@@ -2,7 +2,8 @@
 
 Pairs come from a Moses phrase table (the paper's way: its *unique* pairs, frequencies ignored)
 or from a sentence-aligned corpus (two text files, one sentence per line, gzipped or not; every
-line pair is kept, duplicates included). Text is cut into tokens by the run's tokenizers (Moses
+line pair is kept, duplicates included, but those with an empty side: nothing to read or to
+predict). Text is cut into tokens by the run's tokenizers (Moses
 words, factor 0 only, by default; or SentencePiece pieces of those words); a corpus is expected
 to be tokenized already. With subword tokenizers the Moses words of each output phrase are
 counted too, so that perplexity can be given per word whatever the segmentation.

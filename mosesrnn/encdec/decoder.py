@@ -75,6 +75,7 @@ class C14Decoder(nn.Module):
 
     recurrent_weights = ("U.weight",)
     output_layer = "G_l"  # the K-way output matrix, read by rows when the normaliser is skipped
+    compiles_steps = True  # next_state runs through recurrent_step (mosesrnn.encdec.compiled)
 
     def __init__(self, config: ModelConfig):
         super().__init__()

@@ -66,11 +66,13 @@ class Encoder(nn.Module):
     ``recurrent_weights`` names the parameters initialised as orthogonal blocks, scaled by
     ``recurrent_init_scale`` or, where that is None, by the config's (see
     :meth:`mosesrnn.encdec.model.EncoderDecoder.reset_parameters`). ``decoder`` names the decoder
-    that reads this encoder's output.
+    that reads this encoder's output. A decoder, too, says ``compiles_steps`` where it does.
     """
 
     recurrent_weights: tuple[str, ...] = ()
     recurrent_init_scale: float | None = None
+    #: whether its recurrent step runs through :func:`~mosesrnn.encdec.compiled.recurrent_step` (``--compile``)
+    compiles_steps = False
 
     def forward(self, src: Tensor, src_lengths: Tensor) -> EncoderOutput:
         raise NotImplementedError
@@ -90,6 +92,7 @@ class GRUEncoder(Encoder):
     """
 
     recurrent_weights = ("U.weight",)
+    compiles_steps = True
 
     def __init__(self, config: ModelConfig):
         super().__init__()

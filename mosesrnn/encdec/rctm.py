@@ -294,7 +294,9 @@ class RCTM2Decoder(RecurrentLMDecoder):
             plan = csm_plan(length, self.ngram)
             m_g = plan_columns(length, plan)
             x = ctx.columns[rows, :g].transpose(1, 2)  # (n, q, g)
-            if g != m_g:  # the bridge from the source's n-gram columns to the target's
+            if g == 0:  # an empty source: nothing to bridge from, its columns 0 (as the GRU's h_0 = 0 stays)
+                x = x.new_zeros(len(rows), self.q, m_g)
+            elif g != m_g:  # the bridge from the source's n-gram columns to the target's
                 x = torch.tanh(self.H.convolve(x, abs(m_g - g) + 1, transposed=m_g > g))
             return invert_plan(x, plan, self.J, self.H, torch.tanh).transpose(1, 2)  # (n, m, q)
 

@@ -26,6 +26,7 @@ import torch
 
 from ..errors import MosesRNNError
 from ..formats.phrase_table import count_scores
+from ..io.model_store import model_kind
 from ..models import ENCODER_DECODER
 from ..runtime.devices import resolve_device
 from ..runtime.progress import Progress
@@ -34,7 +35,7 @@ from ..train.distributed import ranks_from_environment
 from ..train.driver import drive
 from ..train.loop import BEST, LAST, RunConfig, Validation, adam
 from ..train.validation import target_counts, unigram_log_probs, unigram_perplexity
-from .config import EOS_ID, OPTIMIZERS, PAD_ID, PLAIN_RECIPE, RECIPES, model_config, preset_shortlist
+from .config import EOS_ID, OPTIMIZERS, PAD_ID, PLAIN_RECIPE, RECIPES, ModelConfig, model_config, preset_shortlist
 from .data import PairSet, TrainingData, load_corpus, load_table
 from .direction import SOURCE_TO_TARGET, orient
 from .model import EncoderDecoder, build_model
@@ -301,8 +302,9 @@ class EncoderDecoderFamily:
             data = load_table(config.table, **options) if config.table else load_corpus(*config.corpus, **options)
         if writes:
             save_vocab_dir(os.path.join(config.output_dir, VOCAB_DIR), data.text)
-        log.info("%s: %d training and %d validation pairs (%d skipped), %.1f MB in memory; shortlists cover "
-                 "%.1f%% / %.1f%% of the words", data.description, len(data.train), len(data.valid), data.dropped,
+        log.info("%s: %d training and %d validation pairs (%d skipped: an empty side%s), %.1f MB in memory; "
+                 "shortlists cover %.1f%% / %.1f%% of the words", data.description, len(data.train), len(data.valid),
+                 data.dropped, f" or over --max-len {config.max_len}" if config.max_len else "",
                  (data.train.nbytes + data.valid.nbytes) / 1e6, 100 * data.coverage[0], 100 * data.coverage[1])
         return data
 
@@ -341,6 +343,7 @@ def train_encoder_decoder(config: EncoderDecoderTrainConfig, should_stop=None) -
     ``should_stop(updates)`` is asked before every update; True stops the run as an interrupt
     would. Raises MosesRNNError, FileNotFoundError or PhraseTableError for bad input.
     """
+    _check_encoder_of_saved_run(config)
     outcome = drive(FAMILY, config, should_stop)
     task, data, result = outcome.task, outcome.data, outcome.result
     best = outcome.best or dict.fromkeys(task.validation_keys, math.inf)
@@ -348,6 +351,22 @@ def train_encoder_decoder(config: EncoderDecoderTrainConfig, should_stop=None) -
                                      best["valid_ppl"], task.unigram_ppl, task.model.num_parameters(),
                                      len(data.train), len(data.valid), result.examples_per_second, result.resumed,
                                      outcome.loop.path(BEST), outcome.loop.path(LAST), best["valid_word_ppl"])
+
+
+def _check_encoder_of_saved_run(config: EncoderDecoderTrainConfig) -> None:
+    """Refuse a run of another ``--encoder`` than the model saved in its output folder: it cannot continue that run,
+    and ``--restart`` would replace the saved model (a plain difference of model_overrides says neither)."""
+    wanted = config.model_overrides.get("encoder", ModelConfig.encoder)
+    for name in (BEST, LAST):
+        path = os.path.join(config.output_dir, name)
+        if config.resume == "never" or not os.path.isfile(path) or model_kind(path) != ENCODER_DECODER:
+            continue  # starting over; or no model here, or another family's (the driver says so)
+        saved = load_encoder_decoder(path).model.config.encoder
+        if saved != wanted:
+            raise MosesRNNError(f"{config.output_dir} holds a model of --encoder {saved} ({path}); this run trains "
+                             f"--encoder {wanted}, which cannot continue it, and --restart would replace that "
+                             f"{saved} model: give this run another output folder")
+        return
 
 
 def _check_vocab_dir(config: EncoderDecoderTrainConfig) -> None:

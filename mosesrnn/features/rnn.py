@@ -19,7 +19,7 @@ from ..runtime.devices import default_batch_tokens
 from .options import FeatureOptions
 from .registry import FEATURES, Pair
 
-__all__ = ["RNNFeature", "build", "build_reverse", "check_skip_normalizer"]
+__all__ = ["RNNFeature", "build", "build_reverse", "check_compiles", "check_skip_normalizer"]
 
 
 class RNNFeature(PairScorer):
@@ -57,11 +57,23 @@ def check_skip_normalizer(trained: TrainedEncoderDecoder, path: str) -> None:
     check_self_normalised(trained.info, path)
 
 
+def check_compiles(trained: TrainedEncoderDecoder, path: str) -> None:
+    """Raise ValueError unless the model file ``path`` has a recurrent step that ``--compile`` compiles (the gru
+    encoder's, C14's decoder's): otherwise it would score eagerly, the option doing nothing."""
+    model = trained.model
+    if not any(getattr(part, "compiles_steps", False) for part in (model.encoder, model.decoder)):
+        raise MosesRNNError(f"--compile compiles the recurrent steps of the gru encoder and of C14's decoder, but "
+                         f"{path} is a model of --encoder {model.config.encoder}, which has neither: it would score "
+                         f"eagerly; leave --compile out")
+
+
 def _feature(options: FeatureOptions, trained: TrainedEncoderDecoder, path: str, **settings) -> RNNFeature:
     """A column of ``trained`` (the model file ``path``) with the scoring options and ``settings`` (its spec,
     direction and device)."""
     if options.normalizer == "skip":
         check_skip_normalizer(trained, path)
+    if options.compile:
+        check_compiles(trained, path)
     batch_tokens = options.batch_tokens or default_batch_tokens(settings["device"])
     return RNNFeature(trained, dtype=options.dtype, batch_tokens=batch_tokens,
                       length_normalize=options.length_normalize, normalizer=options.normalizer,

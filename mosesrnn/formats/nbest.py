@@ -118,15 +118,19 @@ def format_line(entry: NbestEntry, appended: Sequence[tuple[str, Sequence[float 
     """Write ``entry`` back, with the ``(name, values)`` groups of ``appended`` at the end of its
     feature field (``name`` without ``=``). With nothing appended the result equals the parsed line.
 
-    Raises :class:`NbestError` if an appended name is already in the line (or appended twice).
+    Raises :class:`NbestError` if an appended name is already in the line (or appended twice), or if an appended
+    value is NaN or infinite (MERT and Moses read numbers; such a value is a feature's bug, never written).
     """
     if not appended:
         return FIELD_SEPARATOR.join(entry.fields) + entry.ending
     seen = set(entry.feature_names)
-    for name, _ in appended:
+    for name, values in appended:
         if name in seen:
             raise NbestError(entry.path, entry.line_no, f"feature {name!r} is already in the line")
         seen.add(name)
+        if any(not isinstance(value, str) and not math.isfinite(value) for value in values):
+            raise NbestError(entry.path, entry.line_no, f"feature {name} computed {' '.join(map(str, values))} for "
+                                                        f"this hypothesis, not a finite number: nothing written")
     field = entry.fields[2]
     core = field.rstrip(" \t")
     new_groups = " ".join(_format_group(name, values) for name, values in appended)

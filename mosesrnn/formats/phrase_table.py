@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Sequence
 
+from ..errors import MosesRNNError
 from ..io.compressed import decompressed, open_raw
 from ..io.readers import Reader, reader
 from .errors import FileLineError, decoded_lines
@@ -153,8 +154,10 @@ def table_value(value: float, digits: int | None = None) -> str:
     integer counts, which Moses must see exactly); otherwise ``digits`` significant digits.
     Values below ``e^-745`` underflow to ``0``, which Moses floors to -100 like any value below
     ``e^-100``; values above :data:`MAX_TABLE_EXPONENT` (a line with over 709 unknown words) are
-    written as ``e^709``, so Moses sees 709.
+    written as ``e^709``, so Moses sees 709. NaN raises ValueError: a phrase table holds numbers.
     """
+    if math.isnan(value):
+        raise MosesRNNError("a feature computed NaN for a phrase pair, not a number: nothing written")
     value = min(value, MAX_TABLE_EXPONENT)
     return _exact_exp(value) if digits is None else f"{math.exp(value):.{digits}g}"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
@@ -136,7 +137,11 @@ def run_nbest_job(nbest_path: str, source_path: str, output_path: str, features:
 
 def word_score_line(entry: NbestEntry, scores: Sequence[float]) -> str:
     """One hypothesis' per-token scores, n-best style: ``ID ||| hypothesis ||| s_1 ... s_n s_EOS`` (natural
-    log; the tokens are the model's, words or subword pieces, then the end of sentence)."""
+    log; the tokens are the model's, words or subword pieces, then the end of sentence). Raises NbestError for a
+    score that is NaN or infinite: never written."""
+    if not all(math.isfinite(score) for score in scores):
+        raise NbestError(entry.path, entry.line_no, "the rnn model's word scores of this hypothesis are not all "
+                                                    "finite numbers: nothing written")
     return f"{entry.sentence_id} ||| {entry.hypothesis} ||| {' '.join(f'{score:.6f}' for score in scores)}\n"
 
 

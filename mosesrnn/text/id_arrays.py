@@ -39,7 +39,8 @@ class IdArrays:
         """
         lengths = self.lengths[rows]
         starts = np.concatenate(([0], np.cumsum(self.lengths)[:-1]))[rows] if len(self.lengths) else lengths
-        width = int(lengths.max(initial=0)) + append_eos
+        # at least one column: a batch of empty sources is one padding position wide, which every encoder reads
+        width = max(int(lengths.max(initial=0)) + append_eos, 1)
         columns = np.arange(width)
         inside = columns < lengths[:, None]  # (b, T)
         out = np.full((len(rows), width), PAD_ID, dtype=np.int64)
