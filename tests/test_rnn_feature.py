@@ -176,16 +176,23 @@ def test_an_empty_source_scores_a_number_in_a_batch_and_alone(encoder, tmp_path)
     assert feature.values(pairs[:1]) == pytest.approx(together[:1], abs=1e-4)
 
 
-def test_a_table_is_never_written_with_nan(model_path, tmp_path, monkeypatch):
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_table_is_never_written_with_nan(model_path, tmp_path, monkeypatch, workers):
     """A column value that is NaN (a feature's fault) stops `score` in one line, with no table written (its .part
-    keeps the chunks written before, for a resumed run, as after any stop)."""
+    keeps the chunks written before, for a resumed run, as after any stop), whether this process formats the
+    chunk or a worker does (its refusal comes back as the same line)."""
     from click.testing import CliRunner
 
     from mosesrnn.cli import main
-    computed = RNNFeature.compute
-    monkeypatch.setattr(RNNFeature, "compute", lambda self, encoded: [math.nan] + computed(self, encoded)[1:])
+    started = RNNFeature.start
+
+    def with_nan(self, encoded):
+        values = started(self, encoded)
+        return lambda: [math.nan, *values()[1:]]
+
+    monkeypatch.setattr(RNNFeature, "start", with_nan)
     out = tmp_path / "scored.gz"
-    result = CliRunner().invoke(main, ["score", TABLE, "-m", model_path, "-o", str(out), "-q"])
+    result = CliRunner().invoke(main, ["score", TABLE, "-m", model_path, "-o", str(out), "-q", "--workers", workers])
     assert result.exit_code == 1 and "computed NaN for a phrase pair" in result.output, result.output
     assert not out.exists()
 

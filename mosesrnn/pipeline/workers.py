@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ..errors import MosesRNNError
 from ..formats.phrase_table import PhraseEntry, PhraseTableError, format_line, table_value
 from ..io.gzip_stream import gzip_member
 from ..runtime.processes import Child, ChildDied, receive, spawned_children
@@ -203,8 +204,9 @@ def _serve(messages, reply, job: ChunkJob, spec: TableSpec | None) -> None:
     ("encode", n, (RawChunk, scores) or None) -> ("encoded", n, EncodedChunk), or ("end", n, TableEnd) when
     the worker reads the table itself (None) and it has fewer chunks; ("format", n, columns) -> ("formatted",
     n, (bytes, CPU seconds of the worker so far)). The first reply carries the CPU seconds its start took as
-    ("ready", -1, seconds). A bad line is sent as ("bad", n, (path, line, problem)), a failed read as ("oserror",
-    n, (errno, strerror, filename, text)), any other failure as ("failed", n, traceback).
+    ("ready", -1, seconds). A bad line is sent as ("bad", n, (path, line, problem)), another mistake of the user's
+    (:class:`~mosesrnn.errors.MosesRNNError`, a NaN to write) as ("mistake", n, message), a failed read as
+    ("oserror", n, (errno, strerror, filename, text)), any other failure (a bug) as ("failed", n, traceback).
     """
     reply(("ready", -1, time.process_time()))
     own = _OwnChunks(spec) if spec is not None else None
@@ -219,6 +221,8 @@ def _serve(messages, reply, job: ChunkJob, spec: TableSpec | None) -> None:
                     reply(("formatted", number, (data, time.process_time())))
             except PhraseTableError as error:
                 reply(("bad", number, (error.path, error.line_no, error.problem)))
+            except MosesRNNError as error:  # a user's mistake found here: one line, as in one process
+                reply(("mistake", number, str(error)))
             except BrokenPipeError:
                 raise
             except OSError as error:
@@ -320,6 +324,8 @@ class WorkerPool:
             self.started_cpu[worker.name] = payload
         elif what == "bad":
             self._failed.setdefault(at, PhraseTableError(*payload))
+        elif what == "mistake":
+            self._failed.setdefault(at, MosesRNNError(payload))
         elif what == "oserror":
             errno, strerror, filename, text = payload
             self._failed.setdefault(at, OSError(errno, strerror, filename) if errno is not None else OSError(text))
