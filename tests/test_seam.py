@@ -341,6 +341,34 @@ def test_the_families_inside_the_decoder_come_from_the_model_registry():
     assert EXPORT_FILES == MODELS[JOINT].decoder.companions
 
 
+#: Where the code outside the joint model's folder names it (imports its package or its kind): the existing files a
+#: new decoder family touches by docs/architecture.md ("A new model family": models.py, features/registry.py,
+#: cli/__init__.py; cli/analysis.py's perplexity, the one branch on the kind it names) and its two new modules.
+JOINT_FAMILY_SITES = {"mosesrnn/models.py", "mosesrnn/features/registry.py", "mosesrnn/cli/__init__.py",
+                      "mosesrnn/cli/analysis.py", "mosesrnn/features/bilm.py", "mosesrnn/cli/bilm.py"}
+
+
+def _names_family(path: Path, package: str, kind: str) -> bool:
+    """Whether the code of ``path`` imports from the family's ``package`` or names its ``kind`` constant."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and package in node.module.split("."):
+            return True
+        if (isinstance(node, ast.Name) and node.id == kind) or (isinstance(node, ast.alias) and node.name == kind):
+            return True
+    return False
+
+
+def test_a_decoder_family_is_named_in_code_only_where_the_architecture_says():
+    """The joint model, the latest family and one that goes inside Moses' decoder, is named by code outside its
+    folder (its package imported, its kind constant used) in the files docs/architecture.md counts and nowhere
+    else: a family added that way touches what the document says; its Moses feature comes from its row."""
+    found = {str(path.relative_to(ROOT)) for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+             if not path.is_relative_to(ROOT / "mosesrnn/bilm") and _names_family(path, "bilm", "JOINT")}
+    assert found == JOINT_FAMILY_SITES
+    text = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
+    assert "counted: **6**" in text and "`perplexity`\n  (`cli/analysis.py`) still branches on the kind" in text
+
+
 @pytest.mark.parametrize("where,target", registry_entries(), ids=[where for where, _ in registry_entries()])
 def test_every_registry_entry_resolves(where, target):
     module, colon, name = target.partition(":")
