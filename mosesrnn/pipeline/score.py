@@ -1,9 +1,10 @@
 """Stream a phrase table through feature columns and write the extended table.
 
 Reading (with gzip on its own thread), computing and writing run side by side (see
-:mod:`mosesrnn.pipeline.streams`); with ``workers``, worker processes parse, encode and format the
-chunks around this process, which only runs the models (:mod:`mosesrnn.pipeline.workers`), and the
-output is byte for byte the same. Lines come out in input order, one for one; the output appears
+:mod:`mosesrnn.pipeline.streams`); with ``workers``, worker processes read, parse, encode, format and compress
+the chunks around this process, which only takes their arrays, runs the models and hands the columns back
+(:mod:`mosesrnn.pipeline.workers`), and the output is byte for byte the same (a gzip member a chunk). A chunk
+is started before the last one is read back, so that a GPU never waits for the host between chunks. Lines come out in input order, one for one; the output appears
 only when the whole table (or shard, see :mod:`mosesrnn.pipeline.shards`) has been written. A
 checkpoint is taken every ``checkpoint_every`` chunks and every ``checkpoint_seconds``, and when
 the run is interrupted (Ctrl-C, SIGTERM), so the same command continues a stopped or killed run
@@ -223,7 +224,7 @@ class _Run:
         self.features, self.job, self.output, self.schedule = features, job, output, schedule
         self.state, self.progress, self.scored_already = state, progress, scored_already
 
-    def write(self, table, scored: Iterator[_Scored]) -> tuple[int, int]:
+    def write(self, table: TableChunks | _RemoteTable, scored: Iterator[_Scored]) -> tuple[int, int]:
         """Write every chunk of ``scored``; returns (lines done, resumed ones included; values capped). ``table``
         tells where the range starts and how far the input is read.
 
@@ -252,7 +253,7 @@ class _Run:
             writer.close(check=False)
         return lines, capped
 
-    def _warn(self, table, chunk: _Scored) -> None:
+    def _warn(self, table: TableChunks | _RemoteTable, chunk: _Scored) -> None:
         """The first chunk's warnings, from its first :data:`WARNING_LINES` lines (parsed here when a worker
         read them: once, and few, so that the models' process stays clear of text)."""
         if chunk.entries is not None:
@@ -291,11 +292,15 @@ class _InProcess:
 
     def __call__(self, features: Sequence[Feature]) -> Iterator[_Scored]:
         with contextlib.closing(prefetch(self.table)) as chunks:
-            encoded = (((chunk, entries), payloads) for chunk in chunks
-                       for entries, payloads in [self.job.encode(chunk, self.table.expected_scores)])
-            with contextlib.closing(prefetch(encoded)) as ready:  # closed first: its thread reads ``chunks``
+            with contextlib.closing(prefetch(self._encoded(chunks))) as ready:  # closed first: it reads ``chunks``
                 for (chunk, entries), columns in _overlapped(features, ready):
                     yield _Scored(chunk.first_line, chunk.lines, columns, entries=entries)
+
+    def _encoded(self, chunks: Iterator[RawChunk]) -> Iterator[tuple]:
+        """``((chunk, entries), payloads)`` of every chunk: parsed and encoded (on the thread that prefetches)."""
+        for chunk in chunks:
+            entries, payloads = self.job.encode(chunk, self.table.expected_scores)
+            yield (chunk, entries), payloads
 
 
 class _RemoteTable:
