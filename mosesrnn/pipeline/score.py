@@ -4,12 +4,12 @@ Reading (with gzip on its own thread), computing and writing run side by side (s
 :mod:`mosesrnn.pipeline.streams`); with ``workers``, worker processes read, parse, encode, format and compress
 the chunks around this process, which only takes their arrays, runs the models and hands the columns back
 (:mod:`mosesrnn.pipeline.workers`), and the output is byte for byte the same (a gzip member a chunk). A chunk
-is started before the last one is read back, so that a GPU never waits for the host between chunks. Lines come out in input order, one for one; the output appears
-only when the whole table (or shard, see :mod:`mosesrnn.pipeline.shards`) has been written. A
-checkpoint is taken every ``checkpoint_every`` chunks and every ``checkpoint_seconds``, and when
-the run is interrupted (Ctrl-C, SIGTERM), so the same command continues a stopped or killed run
-from there (see :mod:`mosesrnn.io.resumable`). What is checked and warned about before and at the
-start of the pass is :mod:`mosesrnn.pipeline.preflight`.
+is started before the last one is read back, so that a GPU never waits for the host between chunks. Lines come
+out in input order, one for one; the output appears only when the whole table (or shard, see
+:mod:`mosesrnn.pipeline.shards`) has been written. A checkpoint is taken every ``checkpoint_every`` chunks and
+every ``checkpoint_seconds``, and when the run is interrupted (Ctrl-C, SIGTERM), so the same command continues a
+stopped or killed run from there (see :mod:`mosesrnn.io.resumable`). What is checked and warned about before and
+at the start of the pass is :mod:`mosesrnn.pipeline.preflight`.
 """
 from __future__ import annotations
 
