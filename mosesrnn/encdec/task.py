@@ -364,8 +364,8 @@ def _check_encoder_of_saved_run(config: EncoderDecoderTrainConfig) -> None:
         saved = load_encoder_decoder(path).model.config.encoder
         if saved != wanted:
             raise MosesRNNError(f"{config.output_dir} holds a model of --encoder {saved} ({path}); this run trains "
-                             f"--encoder {wanted}, which cannot continue it, and --restart would replace that "
-                             f"{saved} model: give this run another output folder")
+                                f"--encoder {wanted}, which cannot continue it, and --restart would replace that "
+                                f"{saved} model: give this run another output folder")
         return
 
 

@@ -58,13 +58,13 @@ def check_skip_normalizer(trained: TrainedEncoderDecoder, path: str) -> None:
 
 
 def check_compiles(trained: TrainedEncoderDecoder, path: str) -> None:
-    """Raise ValueError unless the model file ``path`` has a recurrent step that ``--compile`` compiles (the gru
+    """Raise MosesRNNError unless the model file ``path`` has a recurrent step that ``--compile`` compiles (the gru
     encoder's, C14's decoder's): otherwise it would score eagerly, the option doing nothing."""
     model = trained.model
     if not any(getattr(part, "compiles_steps", False) for part in (model.encoder, model.decoder)):
         raise MosesRNNError(f"--compile compiles the recurrent steps of the gru encoder and of C14's decoder, but "
-                         f"{path} is a model of --encoder {model.config.encoder}, which has neither: it would score "
-                         f"eagerly; leave --compile out")
+                            f"{path} is a model of --encoder {model.config.encoder}, which has neither: it would "
+                            f"score eagerly; leave --compile out")
 
 
 def _feature(options: FeatureOptions, trained: TrainedEncoderDecoder, path: str, **settings) -> RNNFeature:

@@ -77,10 +77,10 @@ class ScoreSummary:
 
     def cpu_per_line(self) -> str:
         """The CPU time a line of this pass in this process and in each worker (of the lines it handled), e.g.
-        ``"1.21 us here, 14.0 and 13.8 us in the workers"``."""
+        ``"40.1 us here (the models included), 14.0 and 13.8 us in the workers"``."""
         if not self.pass_lines:
             return "no line scored"
-        text = f"{1e6 * self.cpu_seconds / self.pass_lines:.2f} us here"
+        text = f"{1e6 * self.cpu_seconds / self.pass_lines:.2f} us here (the models included)"
         if self.worker_cpu_seconds:
             share = len(self.worker_cpu_seconds) / self.pass_lines
             text += f", {' and '.join(f'{1e6 * cpu * share:.1f}' for cpu in self.worker_cpu_seconds)} us in the workers"
