@@ -325,14 +325,26 @@ def test_the_baseline_control_alone(tmp_path, fake_moses, model):
 
 
 def test_select_on_half_tunes_on_one_half_of_dev_and_chooses_on_the_other(tmp_path, fake_moses, model):
-    """--select-on half: mosesrnn's MERT tunes the rescored stage and its control on the dev lists' odd lines alone;
-    every stage (the Moses-tuned ones by their dev decode's 1-best) is measured on the even lines with the same test,
-    and the report's headline is the stage of the highest mean there, with its test BLEU."""
+    """--select-on half: every MERT tunes on the dev set's odd lines alone — Moses' (mert-moses.pl given those lines
+    of the source and the reference) and mosesrnn's (the rescored stage and its control); every stage (the Moses-tuned
+    ones by their dev decode's 1-best) is measured on the even lines with the same test, and the report's headline is
+    the stage of the highest mean there, with its test BLEU."""
     args = tune_args(tmp_path, fake_moses, model, "--runs", "2", "--select-on", "half")
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     work = tmp_path / "work"
-    assert json.loads((work / "plan.json").read_text())["select_on"] == "half"
+    plan = json.loads((work / "plan.json").read_text())
+    assert plan["select_on"] == "half" and plan["moses_tuned_on"] == "tuning half"
+    tuners = [call.split() for call in calls(tmp_path) if call.startswith("mert-moses.pl")]
+    assert len(tuners) == 4  # baseline and system, two runs each
+    for name in ("dev.en", "dev.fr"):
+        whole = (tmp_path / name).read_text(encoding="utf-8").splitlines()
+        half = (work / "tuning-half" / name).read_text(encoding="utf-8").splitlines()
+        assert half == whole[0::2] and len(half) == 7
+    assert all(call[1:3] == [str(work / "tuning-half" / "dev.en"), str(work / "tuning-half" / "dev.fr")]
+               for call in tuners), tuners
+    made_with = json.loads((work / "system-run1" / "made-with.json").read_text())["files"]
+    assert {entry["key"] for entry in made_with} >= {"dev source tuning half", "dev reference tuning half"}
     report = read_report(str(work / "report.json"))
     stages = {stage.name: stage for stage in report.stages}
     tune_half, held_out = list(range(0, 13, 2)), list(range(1, 13, 2))
@@ -368,18 +380,23 @@ def test_select_on_half_tunes_on_one_half_of_dev_and_chooses_on_the_other(tmp_pa
         assert delta == pytest.approx(statistics.mean(rescored.dev_bleu) - statistics.mean(other.dev_bleu))
     assert rescored.dev_pairs == rescored.dev_control_pairs == 4 and base.dev_delta is None
     chosen = max(report.stages, key=lambda stage: statistics.mean(stage.dev_bleu))
-    assert report.selection == {"on": "half", "tuned_on": 7, "held_out": 6, "chosen": chosen.name}
+    assert report.selection == {"on": "half", "tuned_on": 7, "held_out": 6, "moses_tuned_on": "tuning half",
+                                "chosen": chosen.name}
     first = result.stdout.splitlines()[0]
     assert first.startswith(f"**Chosen on the held-out dev half: {chosen.name}** ({chosen.about}): dev-half BLEU "
                             f"{statistics.mean(chosen.dev_bleu):.2f} ± "), first
     assert f"its test BLEU {statistics.mean(chosen.bleu):.2f} ± " in first
     assert "| dev-half BLEU (mean ± std) | dev-half runs |" in result.stdout
-    assert "baseline, system: tuned by mert-moses.pl on the whole dev set" in result.stdout
+    assert "every MERT, mert-moses.pl's for baseline, system and mosesrnn's for every rescored stage and control, " \
+        "tuned on the 7 dev sentences at odd lines" in " ".join(result.stdout.split())
+    assert "whole dev set" not in result.stdout
     assert (work / "report.md").read_text(encoding="utf-8") == result.stdout
     shown = CliRunner().invoke(main, ["mert-report", str(work)])
     assert shown.exit_code == 0 and first in shown.output, shown.output
     dry = CliRunner().invoke(main, args + ["--dry-run"])
-    assert "# --select-on half: every mosesrnn mert above tunes on the dev lists' odd lines" in dry.stdout
+    assert "# --select-on half: every MERT above, mert-moses.pl's and mosesrnn's, tunes on the dev set's odd lines" \
+        in dry.stdout
+    assert f"mert-moses.pl {work / 'tuning-half' / 'dev.en'} {work / 'tuning-half' / 'dev.fr'} " in dry.stdout
 
 
 @pytest.mark.parametrize("lines, blank", [(1, False), (3, False), (13, True)], ids=["one-line", "three-lines",
@@ -444,23 +461,39 @@ def test_a_tuning_whose_lender_is_gone_is_one_line(tmp_path, fake_moses, model):
     assert [call for call in calls(tmp_path)[done:] if not call.endswith("-show-weights")] == []
 
 
-def test_select_on_half_takes_the_runs_of_a_tuning_without_it(tmp_path, fake_moses, model):
-    """The Moses MERT runs, decodes and lists of a tuning without a selection serve one with it; their controls,
-    tuned on the whole dev lists, do not: they are tuned again on the half."""
-    pruned = tmp_path / "pruned.ini"
-    pruned.write_bytes(INI.read_bytes())
-    first = tune_args(tmp_path, fake_moses, model, "--runs", "1", "--also", "pruned", str(pruned))
+def test_runs_tuned_on_the_whole_dev_set_are_not_lent_to_a_selecting_tuning(tmp_path, fake_moses, model):
+    """Moses' MERT runs of a tuning without a selection read the whole dev set, the held-out half included: a tuning
+    with --select-on half refuses them before any work, naming the lines they were not tuned on; and the reverse."""
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
     assert CliRunner().invoke(main, first).exit_code == 0
     lender, again = tmp_path / "work", tmp_path / "again"
     done = len(calls(tmp_path))
     result = CliRunner().invoke(main, _tune_into(again, first, ("--runs-from", str(lender)), ("--select-on", "half")))
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert "the dev source's tuning half (odd lines), which Moses' MERT tunes on" in result.output
+    assert [call for call in calls(tmp_path)[done:] if not call.endswith("-show-weights")] == []
+    assert not (again / "baseline-run1").exists()
+    selecting = tmp_path / "selecting"
+    assert CliRunner().invoke(main, _tune_into(selecting, first, ("--select-on", "half"))).exit_code == 0
+    back = CliRunner().invoke(main, _tune_into(tmp_path / "plain", first, ("--runs-from", str(selecting))))
+    assert back.exit_code == 1 and "tuning half" in back.output, back.output
+
+
+def test_a_selecting_tuning_takes_the_runs_of_another_selecting_tuning(tmp_path, fake_moses, model):
+    """The Moses MERT runs, decodes and lists of a tuning with --select-on half serve another one (tune-base for the
+    ladder's steps): tuned on the same odd lines, they are linked, and only the new rescoring runs."""
+    pruned = tmp_path / "pruned.ini"
+    pruned.write_bytes(INI.read_bytes())
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1", "--also", "pruned", str(pruned), "--select-on",
+                      "half")
+    assert CliRunner().invoke(main, first).exit_code == 0
+    lender, again = tmp_path / "work", tmp_path / "again"
+    done = len(calls(tmp_path))
+    result = CliRunner().invoke(main, _tune_into(again, first, ("--runs-from", str(lender))))
     assert result.exit_code == 0, result.output
-    assert (again / "system-run1.dev.nbest").is_symlink() and not (again / "system-run1.retuned.weights").is_symlink()
-    decodes = [call for call in calls(tmp_path)[done:] if "-input-file" in call]
-    # the dev sets of the baseline and of pruned, 1-best: nothing else is decoded
-    assert sorted(call.split()[2].split("/")[-2] for call in decodes) == ["baseline-run1", "pruned-run1"]
-    assert all(call.endswith("dev.en") for call in decodes)
-    assert read_report(str(again / "report.json")).selection["chosen"]
+    assert (again / "system-run1.dev.nbest").is_symlink() and (again / "system-run1.retuned.weights").is_symlink()
+    assert [call for call in calls(tmp_path)[done:] if not call.endswith("-show-weights")] == []
+    assert read_report(str(again / "report.json")).selection["moses_tuned_on"] == "tuning half"
 
 
 def test_dry_run_prints_every_command(tmp_path, fake_moses, model):

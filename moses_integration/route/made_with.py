@@ -5,7 +5,8 @@ When mert-moses.pl first starts a run, ``made-with.json`` in the run's folder re
 everything its numbers depend on: the moses.ini tuned and every file it names (phrase tables, language models,
 NPLM files and their vocabularies: :func:`~moses_integration.ini_paths.file_paths`), the decoder and the shared
 libraries it loads from outside the system's library folders (a self-built ``libnplm.so``; one linked statically is
-in the decoder's own bytes), and the dev and test sets::
+in the decoder's own bytes), the dev and test sets, and with ``--select-on half`` the dev lines MERT tuned on (so a
+run tuned on the whole dev set is never lent to a selecting tuning, nor the reverse)::
 
     {"format": "mosesrnn-run-made-with", "version": 1,
      "files": [{"what": "the moses.ini", "key": "/abs/moses.ini", "path": "/abs/moses.ini", "sha256": "9f2c..."},
@@ -33,7 +34,7 @@ from mosesrnn.io.json_file import read_json
 
 from ..ini_paths import file_paths
 from ..mert_moses import MosesTools
-from .plan import RoutePlan, stage_files
+from .plan import RoutePlan, stage_files, tuning_half
 from .reuse import reused_files
 
 __all__ = ["MADE_WITH", "made_with", "write_made_with", "read_made_with", "changed_files", "made_with_problems",
@@ -60,6 +61,13 @@ def made_with(plan: RoutePlan, tools: MosesTools, ini: str) -> list[dict]:
     for what, path in (("the dev source", plan.dev_src), ("the dev reference", plan.dev_ref),
                        ("the test source", plan.test_src)):
         entries.append(_entry(what, path))
+    # by role, not path: another selecting tuning's runs tuned on the same lines; by the content they are made of, as
+    # the pre-flight checks run before the route writes them
+    for (path, content), (what, key) in zip(tuning_half(plan), (
+            ("the dev source's tuning half (odd lines), which Moses' MERT tunes on", "dev source tuning half"),
+            ("the dev reference's tuning half", "dev reference tuning half"))):
+        entries.append({"what": what, "key": key, "path": os.path.abspath(path),
+                        "sha256": hashlib.sha256(content).hexdigest()})
     return entries
 
 

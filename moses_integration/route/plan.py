@@ -12,20 +12,27 @@ from dataclasses import asdict, dataclass, field, fields
 
 from mosesrnn.errors import MosesRNNError
 from mosesrnn.features.options import FeatureOptions
+from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.compressed import atomic_output
 from mosesrnn.io.json_file import read_json
 from mosesrnn.models import MODEL_OPTIONS, MODELS
 
 from ..mert_moses import MertSettings
 
-__all__ = ["PLAN", "SELECT_ON", "dev_halves", "BASELINE", "SYSTEM", "RESCORED", "BASELINE_RESCORED", "RETUNED",
-           "BASELINE_RETUNED", "TUNED", "RESCORING", "CONTROL", "Stage", "RETUNING_STAGES", "stage_named", "RoutePlan",
-           "RouteOptions", "StageFiles", "stage_files", "file_record", "save_plan", "saved_plan"]
+__all__ = ["PLAN", "SELECT_ON", "TUNING_HALF", "ON_TUNING_HALF", "dev_halves", "tuning_half", "write_tuning_half",
+           "BASELINE", "SYSTEM", "RESCORED", "BASELINE_RESCORED", "RETUNED", "BASELINE_RETUNED", "TUNED", "RESCORING",
+           "CONTROL", "Stage", "RETUNING_STAGES", "stage_named", "RoutePlan", "RouteOptions", "StageFiles",
+           "stage_files", "file_record", "save_plan", "saved_plan"]
 
 PLAN = "plan.json"
 #: How the stages are chosen on dev (``tune --select-on``): ``none``, on nothing; ``half``, on the dev half held out
-#: from every tuning by mosesrnn's MERT (:func:`dev_halves`).
+#: from every tuning, Moses' MERT and mosesrnn's (:func:`dev_halves`).
 SELECT_ON = ("none", "half")
+#: Where a selecting tuning keeps the dev lines Moses' MERT tunes on (:meth:`RoutePlan.moses_dev`).
+TUNING_HALF = "tuning-half"
+#: The value of plan.json's and the report's ``moses_tuned_on`` when Moses' MERT tuned on the tuning half; a plan or a
+#: report without the key tuned Moses on the whole dev set.
+ON_TUNING_HALF = "tuning half"
 BASELINE, SYSTEM, RESCORED, BASELINE_RESCORED = "baseline", "system", "rescored", "baseline-rescored"
 #: The control of each rescored stage: the same n-best lists re-tuned by the same MERT (seed, starting weights)
 #: with no new feature, which separates what the features add from what a second tuning pass adds.
@@ -104,8 +111,9 @@ class RoutePlan:
     measures what a second tuning pass alone adds to the baseline (a rescored baseline always has its control).
     ``runs_from``: another tuning's folder whose finished Moses MERT runs of the same moses.ini are taken (linked),
     not run again (:mod:`~moses_integration.route.reuse`); it changes no number, so the plan does not record it.
-    ``select_on`` ``half``: mosesrnn's MERT tunes every rescored stage and control on one half of the dev lists
-    (:func:`dev_halves`), and every stage is also measured on the other half, where the report chooses its stage.
+    ``select_on`` ``half``: every MERT — Moses' for each system, mosesrnn's for every rescored stage and control — tunes
+    on one half of the dev set (:func:`dev_halves`), and every stage is also measured on the other half, where the
+    report chooses its stage.
     ``nbest_distinct``: the rescoring stage's n-best lists hold distinct translations (Moses' ``distinct``)."""
 
     dev_src: str
@@ -172,6 +180,7 @@ class RoutePlan:
             record["baseline_control"] = True
         if self.select_on != "none":  # the same
             record["select_on"] = self.select_on
+            record["moses_tuned_on"] = ON_TUNING_HALF  # a selecting tuning before it tuned Moses on the whole dev set
         if self.nbest_distinct:  # the same
             record["nbest_distinct"] = True
         return record
@@ -183,6 +192,16 @@ class RoutePlan:
     def selecting(self) -> bool:
         """Whether the stages are chosen on a held-out part of the dev set (``select_on`` other than none)."""
         return self.select_on != "none"
+
+    def moses_dev(self) -> tuple[str, str]:
+        """``(source, reference)`` that Moses' MERT tunes on: the dev set's tuning half (its odd lines, written by
+        :func:`write_tuning_half` into the working folder's ``tuning-half/``) when selecting, else the whole dev
+        set."""
+        if not self.selecting():
+            return self.dev_src, self.dev_ref
+        folder = os.path.join(self.work_dir, TUNING_HALF)
+        return (os.path.join(folder, os.path.basename(self.dev_src)),
+                os.path.join(folder, os.path.basename(self.dev_ref)))
 
 
 @dataclass(frozen=True)
@@ -246,6 +265,31 @@ def dev_halves(sentences: int) -> tuple[list[int], list[int]]:
     line numbers (1st, 3rd, ...) tune (mosesrnn's MERT), those at even line numbers (2nd, 4th, ...) are held out to
     choose on. Alternate lines: both halves cover the whole dev set alike, whatever its order."""
     return list(range(0, sentences, 2)), list(range(1, sentences, 2))
+
+
+def tuning_half(plan: RoutePlan) -> list[tuple[str, bytes]]:
+    """``(path, content)`` of the dev set's tuning half, source then reference: the odd lines (:func:`dev_halves`) of
+    each, where :meth:`RoutePlan.moses_dev` names them; empty without a selection."""
+    if not plan.selecting():
+        return []
+    halves = []
+    for whole, half in zip((plan.dev_src, plan.dev_ref), plan.moses_dev()):
+        lines = read_lines(whole)
+        halves.append((half, "".join(f"{lines[k]}\n" for k in dev_halves(len(lines))[0]).encode("utf-8")))
+    return halves
+
+
+def write_tuning_half(plan: RoutePlan) -> None:
+    """Write the dev set's tuning half (:func:`tuning_half`), each file whole or not at all, unless it holds those
+    lines already."""
+    for path, content in tuning_half(plan):
+        if os.path.isfile(path):
+            with open(path, "rb") as stream:
+                if stream.read() == content:
+                    continue
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with atomic_output(path) as stream:
+            stream.write(content)
 
 
 def save_plan(plan: RoutePlan) -> None:

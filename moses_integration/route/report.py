@@ -21,6 +21,7 @@ from mosesrnn.tuning.significance import Comparison, compare_runs
 from ..mert_moses import decoding_speed, iterations
 from .plan import (
     BASELINE,
+    ON_TUNING_HALF,
     RETUNING_STAGES,
     SYSTEM,
     TUNED,
@@ -69,7 +70,8 @@ def build_report(plan: RoutePlan) -> RouteReport:
             dev_bleu=tuple(file_bleu(path, plan.dev_ref, plan.tokenize, held_out)[0] for path in dev_hypotheses)))
     dev = {"source": os.path.abspath(plan.dev_src), "reference": os.path.abspath(plan.dev_ref),
            "sentences": len(read_lines(plan.dev_src))}
-    selection = {"on": plan.select_on, "tuned_on": len(tuned_on), "held_out": len(held_out)} if held_out else None
+    selection = {"on": plan.select_on, "tuned_on": len(tuned_on), "held_out": len(held_out),
+                 "moses_tuned_on": ON_TUNING_HALF} if held_out else None
     report = RouteReport(signature, dev,
                           {"source": os.path.abspath(plan.test_src), "reference": os.path.abspath(plan.test_ref),
                            "sentences": len(references)}, plan.runs, tuple(stages), _signatures(plan), selection)

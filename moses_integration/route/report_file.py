@@ -27,7 +27,7 @@ from mosesrnn.io.compressed import atomic_output
 from mosesrnn.io.json_file import read_json
 from mosesrnn.tuning.significance import mean_std
 
-from .plan import TUNED, stage_named
+from .plan import ON_TUNING_HALF, TUNED, stage_named
 
 __all__ = ["REPORT_JSON", "REPORT_MD", "StageResult", "RouteReport", "chosen_stage", "write_report", "read_report",
            "report_columns", "stage_cells", "column_keys", "markdown"]
@@ -77,7 +77,9 @@ class StageResult:
 class RouteReport:
     """The stages of one tuning, what they were measured on, and what made them. ``selection`` (``tune
     --select-on``; None without): ``on`` (``half``), ``tuned_on`` and ``held_out`` (how many dev sentences each half
-    has), ``chosen`` (the stage of the highest mean BLEU on the held-out half)."""
+    has), ``chosen`` (the stage of the highest mean BLEU on the held-out half), ``moses_tuned_on`` (``tuning half``:
+    Moses' MERT tuned on the tuning half too; absent from the reports before it, whose Moses MERT read the whole dev
+    set)."""
 
     sacrebleu: str
     dev: dict
@@ -279,9 +281,13 @@ def _headline(report: RouteReport, reference: str) -> str:
 
 def _selection_note(report: RouteReport) -> str:
     selection = report.selection
-    moses_tuned = [stage.name for stage in report.stages if stage_named(stage.name).kind == TUNED]
+    moses_tuned = ", ".join(stage.name for stage in report.stages if stage_named(stage.name).kind == TUNED)
+    measured = (f"the dev-half columns measure every stage on the other {selection['held_out']} (even lines), held out "
+                f"from that tuning, with the same test, and the stage of the highest mean there is chosen.")
+    if selection.get("moses_tuned_on") == ON_TUNING_HALF:
+        return (f" Dev half (--select-on {selection['on']}): every MERT, mert-moses.pl's for {moses_tuned} and "
+                f"mosesrnn's for every rescored stage and control, tuned on the {selection['tuned_on']} dev sentences "
+                f"at odd lines (1st, 3rd, ...); {measured}")
     return (f" Dev half (--select-on {selection['on']}): mosesrnn's MERT tuned every rescored stage and control on "
-            f"the {selection['tuned_on']} dev sentences at odd lines (1st, 3rd, ...); the dev-half columns measure "
-            f"every stage on the other {selection['held_out']} (even lines), held out from that tuning, with the same "
-            f"test, and the stage of the highest mean there is chosen. {', '.join(moses_tuned)}: tuned by "
-            f"mert-moses.pl on the whole dev set, so their dev-half BLEU is on sentences their weights saw.")
+            f"the {selection['tuned_on']} dev sentences at odd lines (1st, 3rd, ...); {measured} {moses_tuned}: tuned "
+            f"by mert-moses.pl on the whole dev set, so their dev-half BLEU is on sentences their weights saw.")

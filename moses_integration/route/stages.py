@@ -36,7 +36,7 @@ from ..mert_moses import (
 from ..nplm_check import HEAPS, check_nplm_reads_its_files, nplm_feature_names
 from ..tools import format_command
 from .made_with import check_still_made_with, made_with, write_made_with
-from .plan import RoutePlan, StageFiles, dev_halves, save_plan, stage_files
+from .plan import RoutePlan, StageFiles, dev_halves, save_plan, stage_files, write_tuning_half
 from .report import build_report
 from .report_file import REPORT_JSON, REPORT_MD, RouteReport, markdown, write_report
 from .reuse import link_reused_runs, reused_files
@@ -53,6 +53,7 @@ def run_route(plan: RoutePlan, tools: MosesTools, log: Callable[[str], None]) ->
             log(f"{system}: checking that the decoder's {', '.join(names)} read their files (two short decodes)")
             check_nplm_reads_its_files(tools, ini, plan.dev_src, os.path.join(plan.work_dir, f"{system}-nplm-check"))
     save_plan(plan)
+    write_tuning_half(plan)
     link_reused_runs(plan, log)
     for system, ini in plan.systems():
         for run in range(1, plan.runs + 1):
@@ -74,7 +75,7 @@ def _run_system(plan: RoutePlan, tools: MosesTools, system: str, ini: str, run: 
         if not os.path.lexists(files.mert_dir):  # a new run: what it is made with, before mert-moses.pl starts
             write_made_with(files.mert_dir, made_with(plan, tools, ini))
         with _IterationsWatch(files.mert_dir, lambda k: log(f"{where}: mert-moses.pl, iteration {k}")):
-            run_mert(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir,
+            run_mert(tools, plan.mert, *plan.moses_dev(), ini, files.mert_dir,
                      lambda message: log(f"{where}: {message}"))
         moses_ran = True
     if not os.path.isfile(files.test_hyp) or (retune and not os.path.isfile(files.test_nbest)):
@@ -177,7 +178,7 @@ def dry_run_commands(plan: RoutePlan, tools: MosesTools, problems: list[str]) ->
                 lines.append(f"# linked to {lent[files.mert_dir]}'s files (--runs-from): "
                              + ", ".join(sorted(os.path.basename(here) for here in lent)))
             else:
-                mert = mert_command(tools, plan.mert, plan.dev_src, plan.dev_ref, ini, files.mert_dir)
+                mert = mert_command(tools, plan.mert, *plan.moses_dev(), ini, files.mert_dir)
                 lines.append(f"{format_command(mert)} > {files.mert_dir}.log 2>&1")
             if files.test_hyp not in lent:
                 lines.append(format_command(decode_command(tools, files.tuned_ini, plan.mert.threads, plan.test_src,
@@ -196,8 +197,9 @@ def dry_run_commands(plan: RoutePlan, tools: MosesTools, problems: list[str]) ->
                 lines.append(f"# then the control alone: mosesrnn mert --init {files.tuned_ini} --seed {run} on the "
                              f"dev list, mosesrnn rerank -> {files.retuned_hyp}")
     if plan.selecting():
-        lines.append("# --select-on half: every mosesrnn mert above tunes on the dev lists' odd lines; every stage is "
-                     "measured on the even lines too, where the report chooses its stage")
+        lines.append(f"# --select-on half: every MERT above, mert-moses.pl's and mosesrnn's, tunes on the dev set's "
+                     f"odd lines (mert-moses.pl's in {os.path.dirname(plan.moses_dev()[0])}/, written first); every "
+                     f"stage is measured on the even lines too, where the report chooses its stage")
     lines.append(f"# then: the report (sacreBLEU tokenize={plan.tokenize}, paired approximate randomisation) in "
                  f"{plan.work_dir}/report.md and report.json")
     return "\n".join(lines)

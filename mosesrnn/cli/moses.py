@@ -240,12 +240,12 @@ def _baseline_features(ctx, param, value):
 @click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
               help="Tuning runs per system: MERT is unstable, Clark et al. (2011) recommend at least 3.")
 @click.option("--select-on", type=click.Choice(route.SELECT_ON), default="none", show_default=True,
-              help="half: choose the stage on dev, not on test. mosesrnn's MERT tunes every rescored stage and "
-                   "control on the dev sentences at odd lines (1st, 3rd, ...) only; every stage is also measured on "
-                   "those at even lines (2nd, 4th, ...), held out, with the same significance test, and the report's "
-                   "headline is the stage of the highest BLEU there (Moses' MERT still tunes on the whole dev set: "
-                   "those stages' dev-half BLEU is on sentences their weights saw). Every system also decodes the dev "
-                   "set once. none: no selection, the report as before.")
+              help="half: choose the stage on dev, not on test. Every MERT, Moses' (mert-moses.pl, for every system) "
+                   "and mosesrnn's (every rescored stage and control), tunes on the dev sentences at odd lines (1st, "
+                   "3rd, ...) only; every stage is also measured on those at even lines (2nd, 4th, ...), held out, "
+                   "with the same significance test, and the report's headline is the stage of the highest BLEU "
+                   "there. Every system also decodes the dev set once. Runs tuned on the whole dev set are not lent "
+                   "(--runs-from) to a selecting tuning, nor the reverse. none: no selection, the report as before.")
 @click.option("--rescore", "features", callback=check_feature_names, metavar="FEATURES",
               help="Rescore the system's n-best lists with these n-best features (as `mosesrnn nbest --features`: "
                    "unk, cslm, bilm, bilm-t2s, bilm-r2l, bilm-t2s-r2l, rnn, rnn-rev), then tune all weights on the "
