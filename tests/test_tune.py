@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -253,6 +254,45 @@ def test_a_folder_of_another_tuning_is_refused(tmp_path, fake_moses, model):
     args[args.index("--work-dir") + 1] = str(tmp_path / "elsewhere")
     refused = CliRunner().invoke(main, args)
     assert refused.exit_code == 1 and "holds files of something else (notes.txt" in refused.output
+
+
+def test_a_rescoring_model_retrained_to_the_same_size_is_refused_when_the_tuning_continues(tmp_path, fake_moses):
+    """plan.json records each rescoring model by its sha256: a model retrained into the same file, of the same size
+    (two attention checkpoints of one shape are), is refused in one line naming it, before any work."""
+    model = save_tiny_model(str(tmp_path / "model.pt"))
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, args).exit_code == 0
+    before = Path(model).read_bytes()
+    save_tiny_model(model, seed=1)
+    assert len(Path(model).read_bytes()) == len(before) and Path(model).read_bytes() != before
+    done = len(calls(tmp_path))
+    result = CliRunner().invoke(main, args)
+    work = tmp_path / "work"
+    assert result.exit_code == 1, result.output
+    assert result.output.strip() == (f"Error: cannot start tuning: {work}: the rescoring model {model} changed since "
+                                     f"the tuning there began ({work / 'plan.json'} records its sha256): continue it "
+                                     f"with the model it began with, or tune into a fresh folder"), result.output
+    assert len(calls(tmp_path)) == done
+
+
+def test_a_plan_that_recorded_models_by_size_continues_and_is_upgraded(tmp_path, fake_moses, model):
+    """A plan.json written before the models were recorded by content (``[path, size]``) is compared in that form,
+    so its tuning continues; saved again, it records the model's sha256. A model of another size is refused still."""
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, args).exit_code == 0
+    path = tmp_path / "work" / "plan.json"
+    plan = json.loads(path.read_text())
+    assert plan["rescoring"]["model"] == [model, os.path.getsize(model), hashlib.sha256(Path(model).read_bytes())
+                                          .hexdigest()]
+    plan["rescoring"]["model"] = plan["rescoring"]["model"][:2]
+    path.write_text(json.dumps(plan, indent=1) + "\n")
+    (tmp_path / "work" / "report.json").unlink()
+    assert CliRunner().invoke(main, args).exit_code == 0 and (tmp_path / "work" / "report.json").exists()
+    assert len(json.loads(path.read_text())["rescoring"]["model"]) == 3
+    plan["rescoring"]["model"][1] += 1
+    path.write_text(json.dumps(plan, indent=1) + "\n")
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 1 and f"the rescoring model {model} changed since" in refused.output, refused.output
 
 
 def test_other_systems_climb_the_same_ladder(tmp_path, fake_moses, model):

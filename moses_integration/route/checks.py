@@ -6,7 +6,6 @@ other files than those of today (:mod:`.made_with`).
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -22,7 +21,7 @@ from mosesrnn.models import FEATURE_MODELS, MODEL_KINDS, MODEL_OPTIONS, kind_of
 
 from ..mert_moses import MosesTools, relative_paths
 from .made_with import made_with_problems
-from .plan import PLAN, RoutePlan, dev_halves, saved_plan
+from .plan import PLAN, RoutePlan, as_saved, changed_models, dev_halves, saved_plan
 from .reuse import tuned_by
 
 __all__ = ["MIN_HELD_OUT", "SMALL_HELD_OUT", "plan_problems", "plan_warnings", "rescoring_problems"]
@@ -212,13 +211,20 @@ def _plan_record_problems(plan: RoutePlan) -> list[str]:
             if os.path.isdir(plan.work_dir) else []
         return [f"{plan.work_dir} holds files of something else ({', '.join(sorted(leftovers)[:3])}...): tune into "
                 f"a fresh folder"] if leftovers else []
-    current = json.loads(json.dumps(plan.record()))
+    current = as_saved(plan.record(), saved)
+    problems = []
+    if changed := changed_models(current, saved):
+        problems.append(f"{plan.work_dir}: the rescoring model {', '.join(dict.fromkeys(changed.values()))} changed "
+                        f"since the tuning there began ({os.path.join(plan.work_dir, PLAN)} records its sha256): "
+                        f"continue it with the model it began with, or tune into a fresh folder")
+        for key, name in changed:  # said: the other differences alone below
+            current[key][name] = saved[key][name]
     differing = sorted(key for key in set(saved) | set(current) if saved.get(key) != current.get(key))
     if differing:
-        return [f"{plan.work_dir} holds a tuning of other {', '.join(differing)} "
-                f"({os.path.join(plan.work_dir, PLAN)}): continue it with the command that started it, or tune into "
-                f"a fresh folder"]
-    return []
+        problems.append(f"{plan.work_dir} holds a tuning of other {', '.join(differing)} "
+                        f"({os.path.join(plan.work_dir, PLAN)}): continue it with the command that started it, or tune "
+                        f"into a fresh folder")
+    return problems
 
 
 def _reuse_problems(plan: RoutePlan) -> list[str]:
