@@ -30,7 +30,7 @@ from click.testing import CliRunner
 from conftest import DATA
 from scoring_helpers import save_tiny_model
 
-from moses_integration.mert_moses import MertSettings, find_tools, mert_command, relative_paths
+from moses_integration.mert_moses import MertSettings, find_tools, mert_command, mertdir_programs_run, relative_paths
 from moses_integration.mert_report import weights_table
 from moses_integration.nplm_check import heap_disagreements, nplm_feature_names
 from moses_integration.route import RouteOptions
@@ -545,6 +545,14 @@ def test_mert_command_passes_the_options_and_continues_a_stopped_run(tmp_path, f
     assert alone[-3:] == ["--decoder-flags", "-threads 1", "--continue"] and "--threads" not in alone
 
 
+@pytest.mark.parametrize("settings, programs", [
+    (MertSettings(), ("extractor", "mert")), (MertSettings(batch_mira=True), ("extractor", "kbmira")),
+    (MertSettings(return_best_dev=True), ("extractor", "mert", "evaluator"))])
+def test_a_run_records_the_mert_programs_mert_moses_runs(settings, programs):
+    """mert-moses.pl needs all five programs in the mertdir but runs these (its made-with.json records them)."""
+    assert mertdir_programs_run(settings) == programs
+
+
 def test_every_missing_tool_is_named_with_what_to_set(tmp_path, fake_moses, monkeypatch):
     _, problems = find_tools()
     assert problems[0].startswith("moses (the decoder) not found (searched $MOSES_BIN (not set), PATH)")
@@ -940,11 +948,11 @@ def _system_naming(tmp_path: Path) -> tuple[Path, Path]:
     return ini, table
 
 
-@pytest.mark.parametrize("change", ["moses.ini", "model file", "decoder"])
+@pytest.mark.parametrize("change", ["moses.ini", "model file", "decoder", "mert", "mert-moses.pl"])
 def test_runs_made_with_other_content_are_neither_lent_nor_continued(tmp_path, fake_moses, model, change):
     """A run records the sha256 of what it was made with (made-with.json): a moses.ini edited to the same size, a
-    file it names re-exported, a rebuilt decoder are each refused in one line naming the file, before any work, by
-    --runs-from and by the same command continuing its own folder."""
+    file it names re-exported, a rebuilt decoder, a rebuilt mert program, another mert-moses.pl are each refused in
+    one line naming the file, before any work, by --runs-from and by the same command continuing its own folder."""
     ini, table = _system_naming(tmp_path)
     first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
     first[3] = str(ini)
@@ -953,7 +961,11 @@ def test_runs_made_with_other_content_are_neither_lent_nor_continued(tmp_path, f
     record = json.loads((lender / "system-run1" / "made-with.json").read_text())
     assert {(entry["what"], entry["path"]) for entry in record["files"]} >= {
         ("the moses.ini", str(ini)), ("the file the moses.ini names", str(table)),
-        ("the decoder", str(fake_moses / "bin" / "moses")), ("the dev source", str(tmp_path / "dev.en"))}
+        ("the decoder", str(fake_moses / "bin" / "moses")), ("the dev source", str(tmp_path / "dev.en")),
+        ("the tuning script", str(fake_moses / "scripts" / "training" / "mert-moses.pl")),
+        ("the MERT program", str(fake_moses / "bin" / "extractor")),
+        ("the MERT program", str(fake_moses / "bin" / "mert"))}
+    assert not {"kbmira", "pro", "evaluator"} & {Path(entry["path"]).name for entry in record["files"]}  # not run
     args = _tune_into(tmp_path / "again", first, ("--runs-from", str(lender)))
     assert CliRunner().invoke(main, args + ["--dry-run"]).stdout.count("# linked to") == 2  # all the same: lent
     if change == "moses.ini":
@@ -964,10 +976,15 @@ def test_runs_made_with_other_content_are_neither_lent_nor_continued(tmp_path, f
     elif change == "model file":
         table.write_bytes(gzip.compress(b"a ||| b ||| 0.5 0.5 0.5 0.6 ||| 0-0 ||| |||\n", mtime=0))
         named, runs = f"the file the moses.ini names {table}", "system-run1"
-    else:
+    elif change == "decoder":
         decoder = fake_moses / "bin" / "moses"
         decoder.write_text(decoder.read_text() + "# rebuilt\n")
         named, runs = f"the decoder {decoder}", "baseline-run1, system-run1"
+    else:
+        program = fake_moses / "bin" / "mert" if change == "mert" else fake_moses / "scripts" / "training" / change
+        program.write_text(program.read_text() + "# rebuilt\n")
+        what = "the MERT program" if change == "mert" else "the tuning script"
+        named, runs = f"{what} {program}", "baseline-run1, system-run1"
     done = len(calls(tmp_path))
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1, result.output
@@ -993,6 +1010,31 @@ def test_runs_without_a_record_continue_here_but_are_not_lent(tmp_path, fake_mos
     assert result.exit_code == 1
     assert (f"--runs-from {lender}: no made-with.json in system-run1 (made by a mosesrnn that did not record what a "
             f"run was made with)" in result.output), result.output
+
+
+def test_runs_recorded_before_the_mert_programs_continue_and_are_lent_with_a_warning(tmp_path, fake_moses, model):
+    """A made-with.json of version 1 holds neither mert-moses.pl nor the MERT programs: it is compared without them,
+    so its run continues and is lent (a rebuilt mert cannot be seen), with a warning that says so."""
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, first).exit_code == 0
+    lender = tmp_path / "work"
+    for run in ("baseline-run1", "system-run1"):
+        path = lender / run / "made-with.json"
+        record = json.loads(path.read_text())
+        record["version"] = 1
+        record["files"] = [entry for entry in record["files"] if entry["what"] not in ("the tuning script",
+                                                                                       "the MERT program")]
+        path.write_text(json.dumps(record))
+    (fake_moses / "bin" / "mert").write_text("#!/bin/sh\n# rebuilt\n")
+    (lender / "report.json").unlink()
+    again = CliRunner().invoke(main, first)
+    assert again.exit_code == 0 and (lender / "report.json").exists(), again.output
+    assert (f"warning: {lender}/baseline-run1, {lender}/system-run1: their made-with.json (version 1) recorded "
+            f"neither mert-moses.pl nor the MERT programs" in again.output), again.output
+    lent = CliRunner().invoke(main, _tune_into(tmp_path / "again", first, ("--runs-from", str(lender))))
+    assert lent.exit_code == 0 and (tmp_path / "again" / "system-run1").is_symlink(), lent.output
+    assert "their made-with.json (version 1)" in lent.output
+    assert json.loads((lender / "system-run1" / "made-with.json").read_text())["version"] == 1  # never rewritten
 
 
 def test_a_run_changed_while_it_was_made_is_refused_when_it_ends(tmp_path, fake_moses, model):

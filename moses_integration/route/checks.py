@@ -20,7 +20,7 @@ from mosesrnn.io.declared import declare_input
 from mosesrnn.models import FEATURE_MODELS, MODEL_KINDS, MODEL_OPTIONS, kind_of
 
 from ..mert_moses import MosesTools, relative_paths
-from .made_with import made_with_problems
+from .made_with import made_with_problems, made_with_warnings
 from .plan import PLAN, RoutePlan, as_saved, changed_models, dev_halves, saved_plan
 from .reuse import tuned_by
 
@@ -68,14 +68,16 @@ def plan_problems(plan: RoutePlan, tools: MosesTools, tools_missing: list[str]) 
 
 
 def plan_warnings(plan: RoutePlan) -> list[str]:
-    """What the tuning may run with but should say: a held-out dev half (``--select-on half``) of fewer than
-    :data:`SMALL_HELD_OUT` sentences, whose BLEU chooses the stage on little."""
+    """What the tuning may run with but should say: runs whose record of what they were made with predates that of
+    mert-moses.pl and the MERT programs (:func:`~.made_with.made_with_warnings`); a held-out dev half
+    (``--select-on half``) of fewer than :data:`SMALL_HELD_OUT` sentences, whose BLEU chooses the stage on little."""
+    warnings = made_with_warnings(plan)
     held_out = _held_out_references(plan)
     if held_out is None or not MIN_HELD_OUT <= held_out < SMALL_HELD_OUT:
-        return []
-    return [f"--select-on half: the held-out dev half ({plan.dev_ref}'s even lines) has {held_out} sentences: its BLEU "
-            f"chooses the stage on little (a dev set of {2 * SMALL_HELD_OUT} lines or more holds out "
-            f"{SMALL_HELD_OUT})"]
+        return warnings
+    return warnings + [f"--select-on half: the held-out dev half ({plan.dev_ref}'s even lines) has {held_out} "
+                       f"sentences: its BLEU chooses the stage on little (a dev set of {2 * SMALL_HELD_OUT} lines or "
+                       f"more holds out {SMALL_HELD_OUT})"]
 
 
 def _held_out_references(plan: RoutePlan) -> int | None:
