@@ -440,6 +440,44 @@ def test_select_on_half_refuses_a_dev_set_too_small_to_hold_out_before_any_work(
     assert calls(tmp_path) == [] and not (tmp_path / "work").exists()
 
 
+def test_select_on_half_refuses_a_model_validated_on_the_dev_set_before_any_work(tmp_path, fake_moses, model):
+    """A model file records what it was validated on (a --valid file by sha256): with --select-on half, a rescoring
+    model validated on the dev reference (or source), whatever the file's name, read the held-out half and is refused
+    in one line before any MERT; one validated on a share of its corpus is taken; one that predates the record (the
+    tiny -m model) is taken with a warning that it cannot be checked. Without a selection, nothing is refused."""
+    def cslm(name: str, *validation: str) -> str:
+        trained = CliRunner().invoke(main, ["lm", "train", str(DATA / "tatoeba.train2k.tok.fr"), "-o",
+                                            str(tmp_path / name), *validation, "--order", "3", "--vocab-size", "300",
+                                            "--embed-dim", "8", "--hidden", "16", "--max-updates", "2",
+                                            "--valid-every", "1", "--threads", "1", "-q"])
+        assert trained.exit_code == 0, trained.output
+        return str(tmp_path / name / "best.pt")
+
+    for side, what in (("fr", "reference"), ("en", "source")):
+        copy = tmp_path / f"held-out.{side}"
+        copy.write_bytes((tmp_path / f"dev.{side}").read_bytes())
+        on_dev = cslm(f"lm-{side}", "--valid", str(copy))
+        args = _tune_into(tmp_path / "work", tune_args(tmp_path, fake_moses, model, "--runs", "1"),
+                          ("--rescore", "unk,cslm"), ("--lm", on_dev))
+        result = CliRunner().invoke(main, args + ["--select-on", "half"])
+        assert result.exit_code == 1, result.output
+        assert result.output.strip().splitlines()[-1] == (
+            f"Error: cannot start tuning: --select-on half: {on_dev} was validated on {copy} (13 lines), the dev "
+            f"{what} by content: it read the held-out half the stage is chosen on; train it on a share of its own "
+            f"corpus (`--valid-share`), or tune without --select-on"), result.output
+        assert calls(tmp_path) == [] and not (tmp_path / "work").exists()
+        unselected = CliRunner().invoke(main, args + ["--dry-run"])
+        assert unselected.exit_code == 0 and "# problem" not in unselected.stdout, unselected.output
+    shared = cslm("lm-shared", "--valid-share", "0.05")
+    args = _tune_into(tmp_path / "work", tune_args(tmp_path, fake_moses, model, "--runs", "1"),
+                      ("--rescore", "unk,cslm"), ("--lm", shared), ("--select-on", "half"))
+    dry = CliRunner().invoke(main, args + ["--dry-run"])
+    assert dry.exit_code == 0 and "# problem" not in dry.stdout, dry.output
+    assert (f"warning: --select-on half: no record of what {model} was validated on (trained by an older mosesrnn), "
+            f"so whether the held-out dev half was read cannot be checked" in dry.stderr), dry.stderr
+    assert shared not in dry.stderr
+
+
 def test_nbest_distinct_without_a_rescoring_stage_is_refused(tmp_path, fake_moses, model):
     args = tune_args(tmp_path, fake_moses, model, "--nbest-distinct")
     at = args.index("--rescore")
