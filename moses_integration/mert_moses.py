@@ -32,8 +32,8 @@ from .tools import (
 )
 
 __all__ = ["MertSetupError", "MertSettings", "MosesTools", "MERTDIR_PROGRAMS", "find_tools", "mert_command",
-           "decode_command", "show_weights_command", "relative_paths", "check_ini_loads", "run_mert", "decode",
-           "iterations", "decoding_speed"]
+           "decode_command", "mertdir_programs_run", "show_weights_command", "relative_paths", "check_ini_loads",
+           "run_mert", "decode", "iterations", "decoding_speed"]
 
 SCRIPTS_ENV = "MOSES_SCRIPTS"
 # mert-moses.pl dies unless all five are executable in --mertdir.
@@ -120,6 +120,14 @@ def mert_command(tools: MosesTools, settings: MertSettings, dev_src: str, dev_re
     if resume:
         command.append("--continue")
     return command
+
+
+def mertdir_programs_run(settings: MertSettings) -> tuple[str, ...]:
+    """The programs of the mertdir that mert-moses.pl runs with ``settings`` (it needs all five there, but runs
+    these): ``extractor`` each iteration, then ``kbmira`` with batch MIRA, else ``mert``; ``evaluator`` to find the
+    best dev iteration (``return_best_dev``). ``pro`` runs only with options mosesrnn never passes."""
+    return ("extractor", "kbmira" if settings.batch_mira else "mert") + (("evaluator",) if settings.return_best_dev
+                                                                          else ())
 
 
 #: What the decoder adds to each n-best hypothesis for a feature that reads its word alignment (the joint model):

@@ -161,6 +161,7 @@ def test_training_beats_the_unigram_model_and_stays_self_normalised(trained):
     model = load_joint(trained)
     assert model.info["valid_ppl"] < model.info["unigram_ppl"]
     assert abs(model.info["log_z_mean"]) < 0.5
+    assert model.info["validation"] == {"share": 0.05}  # its own pairs, never a --valid file
     assert (model.order, model.source_window) == (3, 2)
     assert model.network.config.order == 2 * 2 + 1 + 3
 

@@ -7,6 +7,7 @@ through ``$NPLM_BIN`` / ``$MOSES_BIN``, then ``~/moses/nplm/bin`` and ``~/moses/
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import math
@@ -394,6 +395,14 @@ def test_lm_train_export_and_perplexity_from_the_command_line(tmp_path):
     assert "validation perplexity" in result.stdout and "log Z" in result.stdout
     for name in ("best.pt", "last.pt", "state.pt", "train.jsonl", "loss.png"):
         assert (model / name).exists(), name
+    # what it was validated on, by content: `tune --select-on half` refuses a model validated on the dev set
+    assert load_cslm(str(model / "best.pt")).info["validation"] == {
+        "file": str(DEV), "sha256": hashlib.sha256(DEV.read_bytes()).hexdigest(), "lines": 30}
+    shared = CliRunner().invoke(main, ["lm", "train", str(CORPUS), "-o", str(tmp_path / "shared"), "--valid-share",
+                                       "0.05", "--order", "3", "--vocab-size", "300", "--embed-dim", "8", "--hidden",
+                                       "16", "--max-updates", "2", "--valid-every", "1", "--threads", "1"])
+    assert shared.exit_code == 0, shared.output
+    assert load_cslm(str(tmp_path / "shared" / "best.pt")).info["validation"] == {"share": 0.05}
     result = CliRunner().invoke(main, ["perplexity", "-m", str(model / "best.pt"), str(DEV)])
     assert result.exit_code == 0 and f"{DEV}: 30 sentences" in result.stdout and "perplexity" in result.stdout
 

@@ -76,6 +76,7 @@ def test_writes_checkpoints_log_and_plot(tmp_path):
     assert best.info["valid_ppl"] == pytest.approx(result.best_valid_ppl)
     assert best.info["unigram_ppl"] == pytest.approx(result.unigram_ppl)
     assert best.info["preset"] == "small" and "unique pairs" in best.info["data"]
+    assert best.info["validation"] == {"share": 0.1}  # what `tune --select-on half` checks
     records = [json.loads(line) for line in open(tmp_path / "train.jsonl")]
     assert [r["event"] for r in records] == ["start", "valid", "valid", "valid", "end"]
     assert [r["update"] for r in records if r["event"] == "valid"] == [10, 20, 25]

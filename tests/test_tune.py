@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -29,7 +30,7 @@ from click.testing import CliRunner
 from conftest import DATA
 from scoring_helpers import save_tiny_model
 
-from moses_integration.mert_moses import MertSettings, find_tools, mert_command, relative_paths
+from moses_integration.mert_moses import MertSettings, find_tools, mert_command, mertdir_programs_run, relative_paths
 from moses_integration.mert_report import weights_table
 from moses_integration.nplm_check import heap_disagreements, nplm_feature_names
 from moses_integration.route import RouteOptions
@@ -255,6 +256,45 @@ def test_a_folder_of_another_tuning_is_refused(tmp_path, fake_moses, model):
     assert refused.exit_code == 1 and "holds files of something else (notes.txt" in refused.output
 
 
+def test_a_rescoring_model_retrained_to_the_same_size_is_refused_when_the_tuning_continues(tmp_path, fake_moses):
+    """plan.json records each rescoring model by its sha256: a model retrained into the same file, of the same size
+    (two attention checkpoints of one shape are), is refused in one line naming it, before any work."""
+    model = save_tiny_model(str(tmp_path / "model.pt"))
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, args).exit_code == 0
+    before = Path(model).read_bytes()
+    save_tiny_model(model, seed=1)
+    assert len(Path(model).read_bytes()) == len(before) and Path(model).read_bytes() != before
+    done = len(calls(tmp_path))
+    result = CliRunner().invoke(main, args)
+    work = tmp_path / "work"
+    assert result.exit_code == 1, result.output
+    assert result.output.strip() == (f"Error: cannot start tuning: {work}: the rescoring model {model} changed since "
+                                     f"the tuning there began ({work / 'plan.json'} records its sha256): continue it "
+                                     f"with the model it began with, or tune into a fresh folder"), result.output
+    assert len(calls(tmp_path)) == done
+
+
+def test_a_plan_that_recorded_models_by_size_continues_and_is_upgraded(tmp_path, fake_moses, model):
+    """A plan.json written before the models were recorded by content (``[path, size]``) is compared in that form,
+    so its tuning continues; saved again, it records the model's sha256. A model of another size is refused still."""
+    args = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, args).exit_code == 0
+    path = tmp_path / "work" / "plan.json"
+    plan = json.loads(path.read_text())
+    assert plan["rescoring"]["model"] == [model, os.path.getsize(model), hashlib.sha256(Path(model).read_bytes())
+                                          .hexdigest()]
+    plan["rescoring"]["model"] = plan["rescoring"]["model"][:2]
+    path.write_text(json.dumps(plan, indent=1) + "\n")
+    (tmp_path / "work" / "report.json").unlink()
+    assert CliRunner().invoke(main, args).exit_code == 0 and (tmp_path / "work" / "report.json").exists()
+    assert len(json.loads(path.read_text())["rescoring"]["model"]) == 3
+    plan["rescoring"]["model"][1] += 1
+    path.write_text(json.dumps(plan, indent=1) + "\n")
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 1 and f"the rescoring model {model} changed since" in refused.output, refused.output
+
+
 def test_other_systems_climb_the_same_ladder(tmp_path, fake_moses, model):
     """--also NAME INI: more systems tuned and reported against the one baseline, in one folder."""
     result = CliRunner().invoke(main, tune_args(tmp_path, fake_moses, model, "--runs", "1", "--also", "pruned",
@@ -417,6 +457,44 @@ def test_select_on_half_refuses_a_dev_set_too_small_to_hold_out_before_any_work(
     assert calls(tmp_path) == [] and not (tmp_path / "work").exists()
 
 
+def test_select_on_half_refuses_a_model_validated_on_the_dev_set_before_any_work(tmp_path, fake_moses, model):
+    """A model file records what it was validated on (a --valid file by sha256): with --select-on half, a rescoring
+    model validated on the dev reference (or source), whatever the file's name, read the held-out half and is refused
+    in one line before any MERT; one validated on a share of its corpus is taken; one that predates the record (the
+    tiny -m model) is taken with a warning that it cannot be checked. Without a selection, nothing is refused."""
+    def cslm(name: str, *validation: str) -> str:
+        trained = CliRunner().invoke(main, ["lm", "train", str(DATA / "tatoeba.train2k.tok.fr"), "-o",
+                                            str(tmp_path / name), *validation, "--order", "3", "--vocab-size", "300",
+                                            "--embed-dim", "8", "--hidden", "16", "--max-updates", "2",
+                                            "--valid-every", "1", "--threads", "1", "-q"])
+        assert trained.exit_code == 0, trained.output
+        return str(tmp_path / name / "best.pt")
+
+    for side, what in (("fr", "reference"), ("en", "source")):
+        copy = tmp_path / f"held-out.{side}"
+        copy.write_bytes((tmp_path / f"dev.{side}").read_bytes())
+        on_dev = cslm(f"lm-{side}", "--valid", str(copy))
+        args = _tune_into(tmp_path / "work", tune_args(tmp_path, fake_moses, model, "--runs", "1"),
+                          ("--rescore", "unk,cslm"), ("--lm", on_dev))
+        result = CliRunner().invoke(main, args + ["--select-on", "half"])
+        assert result.exit_code == 1, result.output
+        assert result.output.strip().splitlines()[-1] == (
+            f"Error: cannot start tuning: --select-on half: {on_dev} was validated on {copy} (13 lines), the dev "
+            f"{what} by content: it read the held-out half the stage is chosen on; train it on a share of its own "
+            f"corpus (`--valid-share`), or tune without --select-on"), result.output
+        assert calls(tmp_path) == [] and not (tmp_path / "work").exists()
+        unselected = CliRunner().invoke(main, args + ["--dry-run"])
+        assert unselected.exit_code == 0 and "# problem" not in unselected.stdout, unselected.output
+    shared = cslm("lm-shared", "--valid-share", "0.05")
+    args = _tune_into(tmp_path / "work", tune_args(tmp_path, fake_moses, model, "--runs", "1"),
+                      ("--rescore", "unk,cslm"), ("--lm", shared), ("--select-on", "half"))
+    dry = CliRunner().invoke(main, args + ["--dry-run"])
+    assert dry.exit_code == 0 and "# problem" not in dry.stdout, dry.output
+    assert (f"warning: --select-on half: no record of what {model} was validated on (trained by an older mosesrnn), "
+            f"so whether the held-out dev half was read cannot be checked" in dry.stderr), dry.stderr
+    assert shared not in dry.stderr
+
+
 def test_nbest_distinct_without_a_rescoring_stage_is_refused(tmp_path, fake_moses, model):
     args = tune_args(tmp_path, fake_moses, model, "--nbest-distinct")
     at = args.index("--rescore")
@@ -536,6 +614,14 @@ def test_mert_command_passes_the_options_and_continues_a_stopped_run(tmp_path, f
                        "--nbest", "200", "--maximum-iterations", "10", "--batch-mira", "--return-best-dev"]
     alone = mert_command(tools, MertSettings(), str(SOURCE), str(REFERENCE), str(INI), str(tmp_path / "r"), True)
     assert alone[-3:] == ["--decoder-flags", "-threads 1", "--continue"] and "--threads" not in alone
+
+
+@pytest.mark.parametrize("settings, programs", [
+    (MertSettings(), ("extractor", "mert")), (MertSettings(batch_mira=True), ("extractor", "kbmira")),
+    (MertSettings(return_best_dev=True), ("extractor", "mert", "evaluator"))])
+def test_a_run_records_the_mert_programs_mert_moses_runs(settings, programs):
+    """mert-moses.pl needs all five programs in the mertdir but runs these (its made-with.json records them)."""
+    assert mertdir_programs_run(settings) == programs
 
 
 def test_every_missing_tool_is_named_with_what_to_set(tmp_path, fake_moses, monkeypatch):
@@ -933,11 +1019,11 @@ def _system_naming(tmp_path: Path) -> tuple[Path, Path]:
     return ini, table
 
 
-@pytest.mark.parametrize("change", ["moses.ini", "model file", "decoder"])
+@pytest.mark.parametrize("change", ["moses.ini", "model file", "decoder", "mert", "mert-moses.pl"])
 def test_runs_made_with_other_content_are_neither_lent_nor_continued(tmp_path, fake_moses, model, change):
     """A run records the sha256 of what it was made with (made-with.json): a moses.ini edited to the same size, a
-    file it names re-exported, a rebuilt decoder are each refused in one line naming the file, before any work, by
-    --runs-from and by the same command continuing its own folder."""
+    file it names re-exported, a rebuilt decoder, a rebuilt mert program, another mert-moses.pl are each refused in
+    one line naming the file, before any work, by --runs-from and by the same command continuing its own folder."""
     ini, table = _system_naming(tmp_path)
     first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
     first[3] = str(ini)
@@ -946,7 +1032,11 @@ def test_runs_made_with_other_content_are_neither_lent_nor_continued(tmp_path, f
     record = json.loads((lender / "system-run1" / "made-with.json").read_text())
     assert {(entry["what"], entry["path"]) for entry in record["files"]} >= {
         ("the moses.ini", str(ini)), ("the file the moses.ini names", str(table)),
-        ("the decoder", str(fake_moses / "bin" / "moses")), ("the dev source", str(tmp_path / "dev.en"))}
+        ("the decoder", str(fake_moses / "bin" / "moses")), ("the dev source", str(tmp_path / "dev.en")),
+        ("the tuning script", str(fake_moses / "scripts" / "training" / "mert-moses.pl")),
+        ("the MERT program", str(fake_moses / "bin" / "extractor")),
+        ("the MERT program", str(fake_moses / "bin" / "mert"))}
+    assert not {"kbmira", "pro", "evaluator"} & {Path(entry["path"]).name for entry in record["files"]}  # not run
     args = _tune_into(tmp_path / "again", first, ("--runs-from", str(lender)))
     assert CliRunner().invoke(main, args + ["--dry-run"]).stdout.count("# linked to") == 2  # all the same: lent
     if change == "moses.ini":
@@ -957,10 +1047,15 @@ def test_runs_made_with_other_content_are_neither_lent_nor_continued(tmp_path, f
     elif change == "model file":
         table.write_bytes(gzip.compress(b"a ||| b ||| 0.5 0.5 0.5 0.6 ||| 0-0 ||| |||\n", mtime=0))
         named, runs = f"the file the moses.ini names {table}", "system-run1"
-    else:
+    elif change == "decoder":
         decoder = fake_moses / "bin" / "moses"
         decoder.write_text(decoder.read_text() + "# rebuilt\n")
         named, runs = f"the decoder {decoder}", "baseline-run1, system-run1"
+    else:
+        program = fake_moses / "bin" / "mert" if change == "mert" else fake_moses / "scripts" / "training" / change
+        program.write_text(program.read_text() + "# rebuilt\n")
+        what = "the MERT program" if change == "mert" else "the tuning script"
+        named, runs = f"{what} {program}", "baseline-run1, system-run1"
     done = len(calls(tmp_path))
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1, result.output
@@ -986,6 +1081,31 @@ def test_runs_without_a_record_continue_here_but_are_not_lent(tmp_path, fake_mos
     assert result.exit_code == 1
     assert (f"--runs-from {lender}: no made-with.json in system-run1 (made by a mosesrnn that did not record what a "
             f"run was made with)" in result.output), result.output
+
+
+def test_runs_recorded_before_the_mert_programs_continue_and_are_lent_with_a_warning(tmp_path, fake_moses, model):
+    """A made-with.json of version 1 holds neither mert-moses.pl nor the MERT programs: it is compared without them,
+    so its run continues and is lent (a rebuilt mert cannot be seen), with a warning that says so."""
+    first = tune_args(tmp_path, fake_moses, model, "--runs", "1")
+    assert CliRunner().invoke(main, first).exit_code == 0
+    lender = tmp_path / "work"
+    for run in ("baseline-run1", "system-run1"):
+        path = lender / run / "made-with.json"
+        record = json.loads(path.read_text())
+        record["version"] = 1
+        record["files"] = [entry for entry in record["files"] if entry["what"] not in ("the tuning script",
+                                                                                       "the MERT program")]
+        path.write_text(json.dumps(record))
+    (fake_moses / "bin" / "mert").write_text("#!/bin/sh\n# rebuilt\n")
+    (lender / "report.json").unlink()
+    again = CliRunner().invoke(main, first)
+    assert again.exit_code == 0 and (lender / "report.json").exists(), again.output
+    assert (f"warning: {lender}/baseline-run1, {lender}/system-run1: their made-with.json (version 1) recorded "
+            f"neither mert-moses.pl nor the MERT programs" in again.output), again.output
+    lent = CliRunner().invoke(main, _tune_into(tmp_path / "again", first, ("--runs-from", str(lender))))
+    assert lent.exit_code == 0 and (tmp_path / "again" / "system-run1").is_symlink(), lent.output
+    assert "their made-with.json (version 1)" in lent.output
+    assert json.loads((lender / "system-run1" / "made-with.json").read_text())["version"] == 1  # never rewritten
 
 
 def test_a_run_changed_while_it_was_made_is_refused_when_it_ends(tmp_path, fake_moses, model):

@@ -6,7 +6,6 @@ other files than those of today (:mod:`.made_with`).
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -18,11 +17,12 @@ from mosesrnn.formats.moses_ini import parse_ini, phrase_tables, read_ini_text
 from mosesrnn.formats.phrase_table import PhraseTableError, first_entries
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.declared import declare_input
+from mosesrnn.io.digests import content_sha256
 from mosesrnn.models import FEATURE_MODELS, MODEL_KINDS, MODEL_OPTIONS, kind_of
 
 from ..mert_moses import MosesTools, relative_paths
-from .made_with import made_with_problems
-from .plan import PLAN, RoutePlan, dev_halves, saved_plan
+from .made_with import made_with_problems, made_with_warnings
+from .plan import PLAN, RoutePlan, as_saved, changed_models, dev_halves, saved_plan
 from .reuse import tuned_by
 
 __all__ = ["MIN_HELD_OUT", "SMALL_HELD_OUT", "plan_problems", "plan_warnings", "rescoring_problems"]
@@ -60,7 +60,8 @@ def plan_problems(plan: RoutePlan, tools: MosesTools, tools_missing: list[str]) 
             problems += rescoring_problems(rescoring, _probes(plan))
             if plan.word_alignments(system) and os.path.isfile(ini) and os.path.getsize(ini):
                 problems += _alignment_problems(ini)
-    problems += _unused_option_problems(plan) + _selection_problems(plan) + _plan_record_problems(plan)
+    problems += _unused_option_problems(plan) + _selection_problems(plan) + _validation_problems(plan)
+    problems += _plan_record_problems(plan)
     problems += _reuse_problems(plan)
     problems += _lender_gone_problems(plan.work_dir)
     if not problems and not tools_missing:
@@ -69,14 +70,17 @@ def plan_problems(plan: RoutePlan, tools: MosesTools, tools_missing: list[str]) 
 
 
 def plan_warnings(plan: RoutePlan) -> list[str]:
-    """What the tuning may run with but should say: a held-out dev half (``--select-on half``) of fewer than
-    :data:`SMALL_HELD_OUT` sentences, whose BLEU chooses the stage on little."""
+    """What the tuning may run with but should say: runs whose record of what they were made with predates that of
+    mert-moses.pl and the MERT programs (:func:`~.made_with.made_with_warnings`); with ``--select-on half``, rescoring
+    models that do not record what they were validated on; a held-out dev half
+    (``--select-on half``) of fewer than :data:`SMALL_HELD_OUT` sentences, whose BLEU chooses the stage on little."""
+    warnings = made_with_warnings(plan) + _unrecorded_validation_warnings(plan)
     held_out = _held_out_references(plan)
     if held_out is None or not MIN_HELD_OUT <= held_out < SMALL_HELD_OUT:
-        return []
-    return [f"--select-on half: the held-out dev half ({plan.dev_ref}'s even lines) has {held_out} sentences: its BLEU "
-            f"chooses the stage on little (a dev set of {2 * SMALL_HELD_OUT} lines or more holds out "
-            f"{SMALL_HELD_OUT})"]
+        return warnings
+    return warnings + [f"--select-on half: the held-out dev half ({plan.dev_ref}'s even lines) has {held_out} "
+                       f"sentences: its BLEU chooses the stage on little (a dev set of {2 * SMALL_HELD_OUT} lines or "
+                       f"more holds out {SMALL_HELD_OUT})"]
 
 
 def _held_out_references(plan: RoutePlan) -> int | None:
@@ -105,6 +109,46 @@ def _selection_problems(plan: RoutePlan) -> list[str]:
     return [f"--select-on half: {plan.dev_ref} holds {held_out} non-blank references at its even lines (the held-out "
             f"dev half the stage is chosen on): it needs {MIN_HELD_OUT} at least, a dev set of {2 * MIN_HELD_OUT} "
             f"lines or more (or tune without --select-on)"]
+
+
+def _validation_problems(plan: RoutePlan) -> list[str]:
+    """``--select-on half``: a rescoring model validated (and stopped early) on the dev source or reference, the same
+    content by sha256 (its file's record: :func:`~mosesrnn.train.validation.validation_record`), read the held-out
+    half the stage is chosen on."""
+    dev = {content_sha256(path): what for what, path in (("source", plan.dev_src), ("reference", plan.dev_ref))
+           if os.path.isfile(path)} if plan.selecting() else {}
+    return [f"--select-on half: {model} was validated on {record['file']} ({record['lines']} lines), the dev "
+            f"{dev[record['sha256']]} by content: it read the held-out half the stage is chosen on; train it on a "
+            f"share of its own corpus (`--valid-share`), or tune without --select-on"
+            for model, record in _validated_on(plan).items() if record and record.get("sha256") in dev]
+
+
+def _unrecorded_validation_warnings(plan: RoutePlan) -> list[str]:
+    """``--select-on half``: the rescoring models trained before model files recorded what they were validated on."""
+    unrecorded = [model for model, record in _validated_on(plan).items() if record is None] if plan.selecting() else []
+    if not unrecorded:
+        return []
+    return [f"--select-on half: no record of what {', '.join(unrecorded)} {'was' if len(unrecorded) == 1 else 'were'} "
+            f"validated on (trained by an older mosesrnn), so whether the held-out dev half was read cannot be "
+            f"checked"]
+
+
+def _validated_on(plan: RoutePlan) -> dict[str, dict | None]:
+    """What each rescoring model file of the plan was validated on (its ``info["validation"]``; None: it does not
+    say), by path; a file that is missing or no model file is left to :func:`rescoring_problems`."""
+    from mosesrnn.io.model_store import model_info  # torch: as in rescoring_problems
+    found = {}
+    for system, _ in plan.systems():
+        rescoring = plan.rescoring_of(system)
+        for path in (rescoring.models().values() if rescoring is not None else ()):
+            if path in found or not os.path.isfile(path):
+                continue
+            try:
+                record = model_info(path).get("validation")
+            except ValueError:
+                continue
+            found[path] = record if isinstance(record, dict) else None
+    return found
 
 
 def _lender_gone_problems(work_dir: str) -> list[str]:
@@ -212,13 +256,20 @@ def _plan_record_problems(plan: RoutePlan) -> list[str]:
             if os.path.isdir(plan.work_dir) else []
         return [f"{plan.work_dir} holds files of something else ({', '.join(sorted(leftovers)[:3])}...): tune into "
                 f"a fresh folder"] if leftovers else []
-    current = json.loads(json.dumps(plan.record()))
+    current = as_saved(plan.record(), saved)
+    problems = []
+    if changed := changed_models(current, saved):
+        problems.append(f"{plan.work_dir}: the rescoring model {', '.join(dict.fromkeys(changed.values()))} changed "
+                        f"since the tuning there began ({os.path.join(plan.work_dir, PLAN)} records its sha256): "
+                        f"continue it with the model it began with, or tune into a fresh folder")
+        for key, name in changed:  # said: the other differences alone below
+            current[key][name] = saved[key][name]
     differing = sorted(key for key in set(saved) | set(current) if saved.get(key) != current.get(key))
     if differing:
-        return [f"{plan.work_dir} holds a tuning of other {', '.join(differing)} "
-                f"({os.path.join(plan.work_dir, PLAN)}): continue it with the command that started it, or tune into "
-                f"a fresh folder"]
-    return []
+        problems.append(f"{plan.work_dir} holds a tuning of other {', '.join(differing)} "
+                        f"({os.path.join(plan.work_dir, PLAN)}): continue it with the command that started it, or tune "
+                        f"into a fresh folder")
+    return problems
 
 
 def _reuse_problems(plan: RoutePlan) -> list[str]:

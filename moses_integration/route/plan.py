@@ -14,6 +14,8 @@ from mosesrnn.errors import MosesRNNError
 from mosesrnn.features.options import FeatureOptions
 from mosesrnn.formats.text_file import read_lines
 from mosesrnn.io.compressed import atomic_output
+from mosesrnn.io.declared import declare_input
+from mosesrnn.io.digests import content_sha256
 from mosesrnn.io.json_file import read_json
 from mosesrnn.models import MODEL_OPTIONS, MODELS
 
@@ -22,7 +24,7 @@ from ..mert_moses import MertSettings
 __all__ = ["PLAN", "SELECT_ON", "TUNING_HALF", "ON_TUNING_HALF", "dev_halves", "tuning_half", "write_tuning_half",
            "BASELINE", "SYSTEM", "RESCORED", "BASELINE_RESCORED", "RETUNED", "BASELINE_RETUNED", "TUNED", "RESCORING",
            "CONTROL", "Stage", "RETUNING_STAGES", "stage_named", "RoutePlan", "RouteOptions", "StageFiles",
-           "stage_files", "file_record", "save_plan", "saved_plan"]
+           "stage_files", "file_record", "model_record", "as_saved", "changed_models", "save_plan", "saved_plan"]
 
 PLAN = "plan.json"
 #: How the stages are chosen on dev (``tune --select-on``): ``none``, on nothing; ``half``, on the dev half held out
@@ -167,8 +169,9 @@ class RoutePlan:
         return rescoring is not None and not _READS_ALIGNMENTS.isdisjoint(rescoring.names())
 
     def record(self) -> dict:
-        """What a continued tuning must share with the one it continues: the inputs (absolute, with their sizes)
-        and every option that changes a number."""
+        """What a continued tuning must share with the one it continues: the inputs (absolute, with their sizes; the
+        rescoring models with the sha256 of their content too: :func:`model_record`) and every option that changes a
+        number."""
         files = {name: file_record(getattr(self, name)) for name in ("dev_src", "dev_ref", "ini", "test_src",
                                                                        "test_ref", "baseline")}
         record = {"files": files, "runs": self.runs, "rescoring": _rescoring_record(self.rescoring),
@@ -254,10 +257,43 @@ def _rescoring_record(options: FeatureOptions | None) -> dict | None:
     defaults = FeatureOptions()
     record = {key: value for key, value in asdict(options).items() if key not in ("device", "threads")
               and not (key in _ADDED_LATER and value == getattr(defaults, key))}
-    for key in (*MODEL_OPTIONS, "vocab"):
+    for key in MODEL_OPTIONS:
         if key in record:
-            record[key] = file_record(record[key])
+            record[key] = model_record(record[key])
+    if "vocab" in record:  # a folder of shortlists
+        record["vocab"] = file_record(record["vocab"])
     return record
+
+
+def as_saved(current: dict, saved: dict) -> dict:
+    """The record ``current`` (:meth:`RoutePlan.record`) in the form of ``saved``, the one in plan.json: a plan saved
+    before the rescoring models were recorded by content holds each as ``[path, size]``, and is compared in that form
+    (all it can tell). Run again, the tuning saves its plan in today's form, so that from then on a model rewritten to
+    the same size is refused: what changed before cannot be known either way, and keeping the old form would leave
+    the rest of that tuning unchecked."""
+    current = json.loads(json.dumps(current))
+    for key in ("rescoring", "baseline_rescoring"):
+        ours, theirs = current.get(key), saved.get(key)
+        if not (isinstance(ours, dict) and isinstance(theirs, dict)):
+            continue
+        for name, value in ours.items():
+            if name in MODEL_OPTIONS and isinstance(value, list) and isinstance(theirs.get(name), list) \
+                    and len(theirs[name]) == 2:
+                ours[name] = value[:2]
+    return current
+
+
+def changed_models(current: dict, saved: dict) -> dict[tuple[str, str], str]:
+    """The rescoring model files that plan.json (``saved``) and the record ``current`` (in ``saved``'s form:
+    :func:`as_saved`) name by the same path, but with other content: ``{(rescoring key, model option): path}``."""
+    changed = {}
+    for key in ("rescoring", "baseline_rescoring"):
+        ours, theirs = current.get(key), saved.get(key)
+        if isinstance(ours, dict) and isinstance(theirs, dict):
+            changed.update({(key, name): value[0] for name, value in ours.items() if name in MODEL_OPTIONS
+                            and isinstance(value, list) and isinstance(theirs.get(name), list)
+                            and theirs[name][:1] == value[:1] and theirs[name] != value})
+    return changed
 
 
 def dev_halves(sentences: int) -> tuple[list[int], list[int]]:
@@ -315,6 +351,17 @@ def file_record(path: str | None) -> list | None:
     if path is None:
         return None
     return [os.path.abspath(path), os.path.getsize(path) if os.path.isfile(path) else None]
+
+
+def model_record(path: str | None) -> list | None:
+    """How the plan records a rescoring model file: its absolute path, its size and the sha256 of its content, so that
+    a model retrained to the same size is told apart (size and sha256 None for no such file)."""
+    if path is None:
+        return None
+    if not os.path.isfile(path):
+        return [*file_record(path), None]
+    declare_input(path)  # a model file the rescoring stage reads
+    return [*file_record(path), content_sha256(path)]
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from ..errors import MosesRNNError
 from ..models import JOINT
 from ..train.driver import drive
 from ..train.loop import LAST
+from ..train.validation import validation_record
 from .config import JOINT_PRESETS, JOINT_RECIPE, joint_network_config
 from .data import BOS, NULL, JointData, load_joint_data
 from .model_file import TrainedJoint, load_joint, save_joint
@@ -91,6 +92,10 @@ class JointTask(CSLMTask):
         """The validation perplexity of the training targets' unigram model."""
         vocabulary = self.data.vocabulary  # <null> and <s> are never predicted (the CSLM's <pad> and <s>)
         return self._unigram_perplexity(len(vocabulary.target), never=tuple(vocabulary.target_ids([NULL, BOS])))
+
+    def validation_text(self) -> dict:
+        """The share of the sentence pairs held out: a joint model reads no ``--valid`` file."""
+        return validation_record(share=self.config.valid_share)
 
     def info(self) -> dict:
         """The CSLM's facts, the windows and the orientation."""

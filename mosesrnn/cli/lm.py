@@ -45,7 +45,9 @@ def lm() -> None:
 @click.option("-o", "--output", "output_dir", required=True, type=output_folder_writing(*RUN_FOLDER_FILES),
               help="Model directory: best.pt, last.pt, state.pt, train.jsonl and loss.png go here.")
 @click.option("--valid", type=INPUT,
-              help="Validation text (e.g. the dev set's target side); default: --valid-share of CORPUS, by hash.")
+              help="Validation text (e.g. the dev set's target side, but not with `tune --select-on half`, which "
+                   "chooses on the dev set); default: --valid-share of CORPUS, by hash. The model file records "
+                   "its sha256 and line count.")
 @click.option("--valid-share", default=0.01, show_default=True, type=FiniteFloat(0, 1, min_open=True,
               max_open=True), help="Share of CORPUS's sentences held out for validation when there is no --valid.")
 @click.option("--preset", type=click.Choice(list(LM_PRESETS)), default="moses", show_default=True,
@@ -88,6 +90,9 @@ def train(**options):
     \b
     Example:
       mosesrnn lm train train.tok.fr -o lm/ --valid dev.tok.fr --preset moses --max-time 2h
+
+    With `tune --select-on half`, the dev set must not be the validation text: that tuning chooses its stage on
+    a held-out half of the dev set, and refuses a model validated on it; leave --valid out (--valid-share).
     """
     from ..cslm.task import CSLMTrainConfig, train_cslm
     from ..train.driver import config_from_options

@@ -25,7 +25,7 @@ from ..text.tokenizers import MosesWords
 from ..text.vocab import PAD_ID, UNK_ID
 from ..train.driver import drive
 from ..train.loop import BEST, LAST, RunConfig, Validation, adam
-from ..train.validation import target_counts, unigram_perplexity
+from ..train.validation import target_counts, unigram_perplexity, validation_record
 from .config import LM_PLAIN_RECIPE, LM_PRESETS, LM_RECIPES, lm_config
 from .data import LMData, load_lm_data
 from .model import CSLM
@@ -142,6 +142,12 @@ class CSLMTask:
         self.network = self.model
         self.train_size = len(data.train)
         self.unigram_ppl = self.baseline()
+        self.validated_on = self.validation_text()
+
+    def validation_text(self) -> dict:
+        """What the model validates on, as its file records it (:func:`~mosesrnn.train.validation.validation_record`):
+        ``--valid``, else the share of the corpus held out."""
+        return validation_record(self.config.valid, self.config.encoding, share=self.config.valid_share)
 
     def new_model(self) -> CSLM:
         """A fresh network of the config's preset and shape."""
@@ -205,7 +211,7 @@ class CSLMTask:
         """The model file's facts besides the loop's."""
         return {"preset": self.config.preset, "unigram_ppl": self.unigram_ppl, "data": self.data.description,
                 "loss": self.loss_definition, "train_ngrams": len(self.data.train),
-                "valid_ngrams": len(self.data.valid),
+                "valid_ngrams": len(self.data.valid), "validation": self.validated_on,
                 "coverage": self.data.coverage, **self.config.model_info}
 
     def save_model(self, path: str, info: dict) -> None:

@@ -34,7 +34,7 @@ from ..text.subwords import load_vocab_dir, save_vocab_dir
 from ..train.distributed import ranks_from_environment
 from ..train.driver import drive
 from ..train.loop import BEST, LAST, RunConfig, Validation, adam
-from ..train.validation import target_counts, unigram_log_probs, unigram_perplexity
+from ..train.validation import target_counts, unigram_log_probs, unigram_perplexity, validation_record
 from .config import EOS_ID, OPTIMIZERS, PAD_ID, PLAIN_RECIPE, RECIPES, ModelConfig, model_config, preset_shortlist
 from .data import PairSet, TrainingData, load_corpus, load_table
 from .direction import SOURCE_TO_TARGET, orient
@@ -267,6 +267,7 @@ class EncoderDecoderTask:
                 "unigram_ppl": self.unigram_ppl, "data": self.data.description,
                 "loss": self.loss_definition, "train_pairs": len(self.data.train), "valid_pairs": len(self.data.valid),
                 "coverage": list(self.data.coverage), "table_scores": self.table_scores,
+                "validation": validation_record(share=self.config.valid_share, size=self.config.valid_size),
                 # trained self-normalised (alpha); with the validation's log_z_mean and log_z_std, what
                 # `score --normalizer skip` checks
                 **({"self_norm": self.config.self_norm} if self.config.self_norm else {})}

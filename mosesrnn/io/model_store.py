@@ -33,7 +33,7 @@ from .digests import content_sha256
 from .signals import signals_deferred
 
 __all__ = ["ModelFileError", "StateFileError", "save_file", "read_model_file", "load_weights", "halve_weights",
-           "read_state_file", "model_kind", "file_digest"]
+           "read_state_file", "model_kind", "model_info", "file_digest"]
 
 
 #: Storage dtypes of weights that are widened to fp32 when a model is loaded.
@@ -225,10 +225,25 @@ def read_state_file(path: str, version: int) -> dict:
 
 def model_kind(path: str) -> str:
     """The kind of model a mosesrnn model file holds (:data:`~mosesrnn.models.MODEL_KINDS`)."""
+    return _kind_of(path, _model_contents(path))
+
+
+def model_info(path: str) -> dict:
+    """The training facts a mosesrnn model file of any kind records (its ``info``; empty when it has none)."""
+    contents = _model_contents(path)
+    _kind_of(path, contents)
+    return contents["info"] if isinstance(contents.get("info"), dict) else {}
+
+
+def _model_contents(path: str) -> dict:
     contents = _load(path, "cpu", lambda reason: ModelFileError(f"{path} is not a mosesrnn model file: {reason}"))
     if not isinstance(contents, dict) or "format_version" not in contents:
         raise ModelFileError(f"{path} is not a mosesrnn model file: a PyTorch file, but not one that mosesrnn "
                              f"wrote (it has no format_version)")
+    return contents
+
+
+def _kind_of(path: str, contents: dict) -> str:
     kind = contents.get("kind", ENCODER_DECODER)
     if kind not in MODEL_KINDS:
         raise ModelFileError(f"{path}: a model of an unknown kind {kind!r} (a newer mosesrnn's?)")

@@ -5,6 +5,10 @@ phrase of a pair, a sentence, a sentence pair) falls in the first ``share`` of t
 (:func:`held_out`), so the split does not depend on the order of the data, and examples of one key go
 together.
 
+**The record.** Each model file says what it was validated on (``info["validation"]``, :func:`validation_record`):
+a ``--valid`` file by the sha256 of its content and its line count, else the share (or number) held out, so that a
+tuning that chooses on the dev set can refuse a model that read it (``tune --select-on half``).
+
 **The baseline.** A validation perplexity is reported beside that of the add-one unigram model of the
 training targets (:func:`unigram_perplexity`), which a model that learnt anything beats.
 """
@@ -12,11 +16,15 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from typing import Sequence
 
 import numpy as np
 
-__all__ = ["split_hash", "held_out", "target_counts", "unigram_log_probs", "unigram_perplexity"]
+from ..formats.text_file import text_lines
+from ..io.digests import content_sha256
+
+__all__ = ["split_hash", "held_out", "validation_record", "target_counts", "unigram_log_probs", "unigram_perplexity"]
 
 _HASH_SCALE = 2.0 ** 64
 
@@ -30,6 +38,18 @@ def held_out(hashes: np.ndarray, share: float) -> np.ndarray:
     """Which of ``hashes`` (uint64, by :func:`split_hash`) fall in the first ``share`` of the hash range: a boolean
     mask, True for the held-out examples."""
     return hashes < np.uint64(min(share * _HASH_SCALE, _HASH_SCALE - 1))
+
+
+def validation_record(valid: str | None = None, encoding: str = "utf-8", share: float | None = None,
+                      size: int | None = None) -> dict:
+    """What a model is validated on, as its file records it: the text ``valid`` (``{"file", "sha256", "lines"}``: its
+    absolute path, the sha256 of its bytes, its line count), else the examples held out of the training data by hash,
+    ``size`` of them (``{"size"}``) or a ``share`` (``{"share"}``)."""
+    if valid is not None:
+        with text_lines(valid, encoding) as lines:
+            count = sum(1 for _ in lines)
+        return {"file": os.path.abspath(valid), "sha256": content_sha256(valid), "lines": count}
+    return {"size": size} if size is not None else {"share": share}
 
 
 def target_counts(targets: np.ndarray, size: int) -> np.ndarray:
