@@ -5,6 +5,7 @@ Tatoeba slices; each mistake a user can make is one line and exit status 2, befo
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -29,9 +30,10 @@ def _damaged(lines: list[str], every: int) -> list[str]:
     return [" ".join(word for at, word in enumerate(line.split(), 1) if at % every) for line in lines]
 
 
-def make_tuning(folder: Path, sets: Path) -> Path:
+def make_tuning(folder: Path, sets: Path, moses_tuned_on: str | None = "tuning half") -> Path:
     """A tuning's folder with the report of a `tune --select-on half` of two stages over two runs, on the dev and
-    test sets of ``sets`` (dev.fr, test.fr)."""
+    test sets of ``sets`` (dev.fr, test.fr); Moses' MERT tuned on ``moses_tuned_on`` (None: a report of before, which
+    does not say)."""
     folder.mkdir(parents=True)
     dev, test = (sets / "dev.fr").read_text().splitlines(), (sets / "test.fr").read_text().splitlines()
     stages = []
@@ -46,7 +48,8 @@ def make_tuning(folder: Path, sets: Path) -> Path:
     report = RouteReport("nrefs:1", {"source": str(sets / "dev.en"), "reference": str(sets / "dev.fr"),
                                      "sentences": len(dev)},
                          {"source": str(sets / "test.en"), "reference": str(sets / "test.fr"), "sentences": len(test)},
-                         2, tuple(stages), selection={"on": "half", "tuned_on": 5, "held_out": 5, "chosen": "rescored"})
+                         2, tuple(stages), selection={"on": "half", "tuned_on": 5, "held_out": 5, "chosen": "rescored",
+                                                      **({"moses_tuned_on": moses_tuned_on} if moses_tuned_on else {})})
     write_report(str(folder / "report.json"), report)
     return folder
 
@@ -68,16 +71,62 @@ def choose(folder: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-def single(world: Path, dev: str = "nmt.dev", test: str = "nmt.test") -> list[str]:
-    return ["--single", "nmt", str(world / dev), str(world / test)]
+def single(world: Path, dev: str = "nmt.dev", test: str = "nmt.test", chosen_on: str = "none") -> list[str]:
+    return ["--single", "nmt", str(world / dev), str(world / test), "--single-chosen-on", chosen_on]
+
+
+def published_files(folder: Path) -> list[str]:
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file())
 
 
 def test_a_choice_is_printed_and_published(world):
     done = choose(world, "A", "B", *single(world), "--publish", "choice")
     assert done.returncode == 0, done.stderr
     assert "Chosen on dev: **A: rescored**" in done.stdout
-    assert sorted(os.listdir(world / "choice")) == ["choice.json", "choice.md", "nmt.dev.hyp", "nmt.test.hyp"]
-    assert json.loads((world / "choice" / "choice.json").read_text())["tunings"] == ["A", "B"]
+    assert published_files(world / "choice") == ["choice.json", "choice.md", "hyp/nmt.dev.gz", "hyp/nmt.test.gz"]
+    record = json.loads((world / "choice" / "choice.json").read_text())
+    assert record["tunings"] == ["A", "B"] and record["chosen"] == "A: rescored"
+    assert [row["label"] for row in record["ranking"]] == ["A: rescored", "B: rescored", "A: baseline", "B: baseline",
+                                                           "nmt (single)"]
+    assert [(c["against"], c["label"], c["pairs"]) for c in record["after_choice"]["comparisons"]] == [
+        ("the baseline", "A: baseline", 4), ("the runner-up on dev", "B: rescored", 4), ("nmt (single)",
+                                                                                         "nmt (single)", 2)]
+    assert (world / "choice" / "choice.md").read_text() == done.stdout
+
+
+def test_the_ranking_reads_dev_alone_and_test_comes_after_it(world):
+    """The ranking has no test column; every test figure is below the heading that says it was read after."""
+    done = choose(world, "A", "B", *single(world))
+    assert done.returncode == 0, done.stderr
+    ranking, heading, after = done.stdout.partition("## Read after the choice")
+    assert heading and "test" not in ranking.lower().replace("the test set is not read", "")
+    assert "Chosen on dev: **A: rescored**" in ranking
+    assert "- A: rescored (chosen): test BLEU 30.50 ± 0.71" in after
+    assert "- against the baseline (A: baseline, test BLEU 30.50 ± 0.71): +0.00 (p 1.0000, 0 of 4" in after
+
+
+def test_stages_tuned_on_the_whole_dev_set_are_refused_or_listed_unranked(world):
+    """A report whose Moses MERT read the whole dev set (no ``moses_tuned_on``: every report of before) ranks
+    nothing: refused in one line, or with --allow-in-sample listed below the ranking; a single chosen on the whole
+    dev set likewise."""
+    make_tuning(world / "old", world, moses_tuned_on=None)
+    _one_line_exit_2(choose(world, "A", "old"), "old: tuned on the whole dev set", "--allow-in-sample")
+    _one_line_exit_2(choose(world, "A", *single(world, chosen_on="whole")),
+                     "--single nmt: its settings were chosen on the whole dev set", "--allow-in-sample")
+    done = choose(world, "A", "old", *single(world, chosen_on="whole"), "--allow-in-sample", "--publish", "choice")
+    assert done.returncode == 0, done.stderr
+    record = json.loads((world / "choice" / "choice.json").read_text())
+    assert [row["label"] for row in record["ranking"]] == ["A: rescored", "A: baseline"]
+    assert [(row["label"], row["why"]) for row in record["not_ranked"]] == [
+        ("old: baseline", "tuned on the whole dev set"), ("old: rescored", "tuned on the whole dev set"),
+        ("nmt (single)", "its settings were chosen on the whole dev set")]
+    assert "| old: rescored | 42.50 ± 0.71 | tuned on the whole dev set |" in done.stdout
+    _one_line_exit_2(choose(world, "old", "--allow-in-sample"), "nothing to rank")
+
+
+def test_each_single_says_where_it_was_chosen(world):
+    done = choose(world, "A", "--single", "nmt", str(world / "nmt.dev"), str(world / "nmt.test"))
+    assert done.returncode == 2 and "1 --single and 0 --single-chosen-on" in done.stderr
 
 
 def _one_line_exit_2(done: subprocess.CompletedProcess, *words: str) -> None:
@@ -119,11 +168,11 @@ def test_publishing_under_a_file_or_over_a_choice_is_refused_before_any_writing(
     _one_line_exit_2(choose(world, "A", *single(world), "--publish", "choice"), "holds a choice already", "--force")
     assert (world / "choice" / "choice.md").read_bytes() == before
     # its own published translations as input, replaced with --force: the old commands go
-    again = choose(world, "A", *single(world, "choice/nmt.dev.hyp", "choice/nmt.test.hyp"), "--publish", "choice",
-                   "--force")
+    again = choose(world, "A", *single(world, "choice/hyp/nmt.dev.gz", "choice/hyp/nmt.test.gz"), "--publish",
+                   "choice", "--force")
     assert again.returncode == 0, again.stderr
-    assert sorted(os.listdir(world / "choice")) == ["choice.json", "choice.md", "nmt.dev.hyp", "nmt.test.hyp"]
-    assert (world / "choice" / "nmt.dev.hyp").read_text() == (world / "nmt.dev").read_text()
+    assert published_files(world / "choice") == ["choice.json", "choice.md", "hyp/nmt.dev.gz", "hyp/nmt.test.gz"]
+    assert gzip.decompress((world / "choice" / "hyp" / "nmt.dev.gz").read_bytes()) == (world / "nmt.dev").read_bytes()
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")

@@ -1,24 +1,40 @@
 """The README and docs/ stay true: every relative link leads somewhere, every command and benchmark shown
 exists with its options, every table of figures names the command that made it, and every BLEU table names
 the committed report its figures come from (``docs/results/NAME``), each figure equal to the report's, or says
-that it cannot be checked."""
+that it cannot be checked. Every committed report and choice is recomputed from the translations committed with it
+(``tests/recompute.py``), and the paragraphs that quote one (``<!-- figures: docs/results/NAME -->``) quote it."""
 from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shlex
+import statistics
 from pathlib import Path
 
 import click
 import pytest
+from recompute import compare_runs as recompared_runs
+from recompute import corpus_bleu, report_differences, sentence_stats
 
-from moses_integration.route.published import COMMANDS
+from moses_integration.route.choice import FORMAT as CHOICE_FORMAT
+from moses_integration.route.choice import SINGLE_CHOSEN_ON, choice_markdown, in_sample
+from moses_integration.route.published import COMMANDS, HYPOTHESES, REFERENCES
 from moses_integration.route.report_file import column_keys, markdown, read_report, stage_cells
 from mosesrnn.cli import main
 
 ROOT = Path(__file__).parent.parent
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+RESULTS = ROOT / "docs" / "results"
+#: README and every page under docs/, but the pages a publication renders from its JSON (checked against it).
+RENDERED = ("report.md", "choice.md")
+RENDERED = ("report.md", "choice.md")
+PAGES = [ROOT / "README.md", *sorted(page for page in (ROOT / "docs").rglob("*.md")
+                                     if not (page.parent.parent == RESULTS and page.name in RENDERED))]
+PAGE_IDS = [str(page.relative_to(ROOT)) for page in PAGES]
+#: README and docs/'s top level: below it lie programs' outputs (device reports, benchmark tables), their commands
+#: beside them.
+TOP_PAGES = [page for page in PAGES if page.parent in (ROOT, ROOT / "docs")]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 SPAN = re.compile(r"`([^`]+)`")
 SCRIPT = re.compile(r"benchmarks/[\w-]+\.py")
@@ -26,8 +42,10 @@ FIGURE = re.compile(r"\d[\d,]*\.\d|\d,\d{3}|\d\s*[×%]|±")  # 4.2, 1,324, 5.8×
 NOT_MEASURED = re.compile(r"<!-- not a measurement: .+ -->")
 #: The line above a table whose figures come from a committed report, and above one whose report is lost.
 REPORT = re.compile(r"<!-- report: (docs/results/[\w.+-]+) -->")
-UNVERIFIABLE = re.compile(r"<!-- unverifiable: .+ -->")
-RESULTS = ROOT / "docs" / "results"
+#: ... and above one that cannot be recomputed; naming a publication (its translations lost), checked against it.
+UNVERIFIABLE = re.compile(r"<!-- unverifiable: (?:(docs/results/[\w.+-]+): )?.+ -->")
+#: The line above a paragraph or list whose figures (+4.13, p 0.63, 9 of 9, 48.78) each quote a publication.
+FIGURES_FROM = re.compile(r"<!-- figures: (docs/results/[\w.+-]+(?:,? docs/results/[\w.+-]+)*) -->")
 WRAPPERS = ("taskset", "nice", "flock", "time", "/usr/bin/time", "torchrun")  # run the command that follows
 
 
@@ -41,7 +59,7 @@ def anchors(page: Path) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
 def test_every_relative_link_leads_somewhere(page):
     for target in LINK.findall(page.read_text(encoding="utf-8")):
         if re.match(r"[a-z]+:", target):
@@ -137,7 +155,7 @@ def unknown_options(words: list[str], known: set[str]) -> list[str]:
             and word.split("=")[0] not in known]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
 def test_every_command_shown_exists_with_its_options(page):
     for words in shown_commands(page):
         command, rest = _command(words)
@@ -147,13 +165,13 @@ def test_every_command_shown_exists_with_its_options(page):
         assert not wrong, f"{page.name}: {' '.join(words)}: {command.name} has no {' '.join(wrong)}"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
 def test_every_script_shown_exists(page):
     for script in shown_scripts(page):
         assert (ROOT / script).exists(), f"{page.name}: {script} does not exist"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
 def test_every_benchmark_shown_has_its_options(page):
     for script, args in shown_script_calls(page):
         wrong = unknown_options(args, script_options(ROOT / script))
@@ -190,7 +208,7 @@ def names_a_command(text: str) -> bool:
                or any("mosesrnn" in words[:-1] for words in shell_words(line)) for line in lines + spans)
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", TOP_PAGES, ids=[page.name for page in TOP_PAGES])
 def test_every_table_of_figures_names_the_command_that_made_it(page):
     """A table with figures (4.2, 1,324, 5.8×, 37%, ±) shows its command in or next to it (the text between
     it and the heading or table before or after), or says why it needs none in the line above it:
@@ -222,13 +240,33 @@ def line_above(before: str) -> str:
     return before.rstrip().rpartition("\n")[2].strip()
 
 
+def marked_unverifiable(folder: Path) -> bool:
+    """Whether a publication says in its commands (a line ``<!-- unverifiable: why -->`` of its COMMANDS.md) that
+    its figures cannot be recomputed: its translations were not kept."""
+    return any(UNVERIFIABLE.fullmatch(line.strip()) for name in COMMANDS if (folder / name).is_file()
+               for line in (folder / name).read_text(encoding="utf-8").splitlines())
+
+
+def cited_folder(before: str, root: Path = ROOT) -> tuple[Path | None, bool]:
+    """The publication named on the line above a table (None: none), and whether that line says unverifiable."""
+    above = line_above(before)
+    if match := REPORT.fullmatch(above):
+        return root / match[1], False
+    match = UNVERIFIABLE.fullmatch(above)
+    return (root / match[1] if match and match[1] else None), bool(match)
+
+
 def report_table_problems(rows: list[str], before: str, root: Path = ROOT) -> list[str]:
-    """What is wrong with a table whose line above names a report (``<!-- report: docs/results/NAME -->``): each
-    row names a stage of it (its first cell, up to a colon: ``rescored: ...``, or ``**`rescored`**: ...``), and
-    each of its other cells is the report's own, under a header of the report's table (:func:`column_keys`:
+    """What is wrong with a table whose line above names a publication (``<!-- report: docs/results/NAME -->``, or
+    ``<!-- unverifiable: docs/results/NAME: why -->`` where its translations are lost, as its COMMANDS.md says): each
+    row names a stage of its report (its first cell, up to a colon: ``rescored: ...``, or ``**`rescored`**: ...``),
+    and each of its other cells is the report's own, under a header of the report's table (:func:`column_keys`:
     BLEU per run, mean ± std, Δ, p, pairs, on the test set and the held-out dev half, weights, iterations, speed),
     as the report writes it; a column no report writes may hold no figure."""
-    folder = root / REPORT.fullmatch(line_above(before))[1]
+    folder, unverifiable = cited_folder(before, root)
+    if not unverifiable and marked_unverifiable(folder):
+        return [f"{folder.relative_to(root)} is marked unverifiable in its commands: the table says so on the line "
+                f"above it (<!-- unverifiable: {folder.relative_to(root)}: why -->)"]
     if (folder / "choice.json").is_file():
         return choice_table_problems(rows, folder)
     if not (folder / "report.json").is_file():
@@ -245,16 +283,33 @@ def report_table_problems(rows: list[str], before: str, root: Path = ROOT) -> li
     return problems
 
 
+def choice_label(cell: str) -> str:
+    """The row of a choice a table's first cell names: ``TUNING: stage`` or ``name (single)``, whatever follows."""
+    words = re.sub(r"[*`]", "", cell).strip()
+    if words.partition(":")[0].strip().endswith(" (single)"):
+        return words.partition(":")[0].strip()
+    tuning, _, rest = words.partition(": ")
+    return f"{tuning}: {rest.partition(':')[0].strip()}"
+
+
+def choice_ranking(folder: Path) -> list[str]:
+    """The rows of a choice in the order of its ranking on dev, the chosen first: those of ``choice.md``'s first
+    table (the record's rendering, recomputed by :func:`choice_differences`)."""
+    text = (folder / "choice.md").read_text(encoding="utf-8").split("\n\n|", 1)[1]
+    return [choice_label(cells(line)[0]) for line in ("|" + text).splitlines()[2:] if line.startswith("|")]
+
+
 def choice_table_problems(rows: list[str], folder: Path) -> list[str]:
     """What is wrong with a table of a choice among tunings (``benchmarks/choose_on_dev.py --publish``): each row is
     ``NAME: stage`` of the report in ``docs/results/NAME`` (one of the tunings the choice ranked), with its cells,
-    or ``name (single)``, with the single's figures of ``choice.json``; either may go on after a colon."""
+    or ``name (single)``, with the single's figures of ``choice.json``; either may go on after a colon. Only the
+    chosen row is bold, and a column on how a row was chosen says "the highest held-out dev BLEU" on that row alone
+    and "runner-up" on the ranking's second alone."""
     choice = json.loads((folder / "choice.json").read_text(encoding="utf-8"))
     problems = []
     for row in rows[2:]:
-        words = re.sub(r"[*`]", "", cells(row)[0]).strip()
-        tuning, _, rest = words.partition(": ")
-        stage, label = rest.partition(":")[0].strip(), words.partition(":")[0].strip()
+        label = choice_label(cells(row)[0])
+        tuning, _, stage = label.partition(": ")
         if label.endswith(" (single)") and label[:-9] in choice["singles"]:
             single = choice["singles"][label[:-9]]
             expected = {"dev": single["dev-half BLEU"], "test": single["test BLEU"]}
@@ -262,14 +317,35 @@ def choice_table_problems(rows: list[str], folder: Path) -> list[str]:
         elif tuning in choice["tunings"] and (folder.parent / tuning / "report.json").is_file():
             stages = {s.name: s for s in read_report(str(folder.parent / tuning / "report.json")).stages}
             if stage not in stages:
-                problems.append(f"{words!r} names no stage of {tuning}'s report ({', '.join(stages)})")
+                problems.append(f"{label!r} names no stage of {tuning}'s report ({', '.join(stages)})")
                 continue
-            expected, label, source = stage_cells(stages[stage]), f"{tuning}: {stage}", tuning
+            expected, source = stage_cells(stages[stage]), tuning
         else:
-            problems.append(f"{words!r} is neither a stage of the tunings of {folder.name} "
+            problems.append(f"{label!r} is neither a stage of the tunings of {folder.name} "
                             f"({', '.join(choice['tunings'])}) nor one of its singles ({', '.join(choice['singles'])})")
             continue
         problems += row_problems(label, expected, cells(rows[0]), cells(row), source)
+    return problems + chosen_row_problems(rows, choice_ranking(folder))
+
+
+def chosen_row_problems(rows: list[str], ranking: list[str]) -> list[str]:
+    """The bold rows that are not the chosen one (``ranking[0]``), and the cells of a "how it was chosen" column that
+    call a row the highest on dev or the runner-up when the ranking does not."""
+    headers = [header.lower() for header in cells(rows[0])]
+    how = next((at for at, header in enumerate(headers) if "chosen" in header), None)
+    problems = []
+    for row in rows[2:]:
+        label = choice_label(cells(row)[0])
+        if "**" in row and label != ranking[0]:
+            problems.append(f"{label!r} is bold, but the stage chosen on dev is {ranking[0]!r}")
+        if how is None:
+            continue
+        said = cells(row)[how].lower()
+        if ("highest held-out dev" in said) != (label == ranking[0]):
+            problems.append(f"{label!r}: {cells(row)[how]!r} in the column {cells(rows[0])[how]!r}, but the stage "
+                            f"chosen on dev (the highest held-out dev BLEU) is {ranking[0]!r}")
+        if "runner-up" in said and ranking[1:2] != [label]:
+            problems.append(f"{label!r}: {cells(row)[how]!r}, but the runner-up on dev is {ranking[1:2]}")
     return problems
 
 
@@ -288,29 +364,124 @@ def row_problems(name: str, expected: dict[str, str], headers: list[str], row_ce
     return problems
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
 def test_every_table_naming_a_report_is_the_reports(page):
     for rows, before, _ in tables(page):
-        if REPORT.fullmatch(line_above(before)):
+        if cited_folder(before)[0] is not None:
             problems = report_table_problems(rows, before)
             assert not problems, f"{page.name}: the table {rows[0]}: " + "; ".join(problems)
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def is_bleu_table(rows: list[str]) -> bool:
+    """Whether a table has a BLEU column: a header cell that says BLEU, in any wording."""
+    return any("bleu" in header.lower() for header in cells(rows[0]))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
 def test_every_bleu_table_names_its_report_or_says_it_is_unverifiable(page):
-    """A table of test BLEU has ``<!-- report: docs/results/NAME -->`` on the line above it, or (its report lost)
-    ``<!-- unverifiable: why -->``."""
+    """A table with a BLEU column has ``<!-- report: docs/results/NAME -->`` on the line above it, or (its report or
+    translations lost) ``<!-- unverifiable: why -->``."""
     for rows, before, _ in tables(page):
-        if "test bleu" in rows[0].lower():
+        if is_bleu_table(rows):
             above = line_above(before)
             assert REPORT.fullmatch(above) or UNVERIFIABLE.fullmatch(above), \
                 f"{page.name}: the BLEU table {rows[0]} names no report (<!-- report: docs/results/NAME -->)"
 
 
+# -- every figure quoted in prose ------------------------------------------------------------------------
+
+#: A figure of prose: run pairs (9 of 9), or a decimal, signed (+4.13, −0.12) or not (p 0.63, 48.78).
+PROSE_FIGURE = re.compile(r"\b\d+ of \d+\b|(?<![\w.,])[+−-]?\d+\.\d+(?![\d.]\d)")
+
+
+def quoted_blocks(text: str) -> list[tuple[list[str], str]]:
+    """The publications named by each ``<!-- figures: docs/results/NAME -->`` line of ``text``, and the paragraph or
+    list below it (up to the next blank line)."""
+    lines, blocks = text.splitlines(), []
+    for at, line in enumerate(lines):
+        if match := FIGURES_FROM.fullmatch(line.strip()):
+            end = next((stop for stop in range(at + 1, len(lines)) if not lines[stop].strip()), len(lines))
+            blocks.append((re.findall(r"docs/results/[\w.+-]+", match[1]), "\n".join(lines[at + 1:end])))
+    return blocks
+
+
+def source_figures(folder: Path) -> list[str]:
+    """Every figure a publication writes (its ``choice.md`` or ``report.md``)."""
+    name = "choice.md" if (folder / "choice.json").is_file() else "report.md"
+    return PROSE_FIGURE.findall((folder / name).read_text(encoding="utf-8").replace("−", "-"))
+
+
+def quotes(figure: str, source: str) -> bool:
+    """Whether a figure of prose is ``source`` (``9 of 9`` as it is; a decimal rounded to the prose's digits, with its
+    sign when the prose gives one)."""
+    figure, source = figure.replace("−", "-"), source.replace("−", "-")
+    if " of " in figure or " of " in source:
+        return figure == source
+    digits = len(figure.partition(".")[2])
+    if len(source.partition(".")[2]) < digits:
+        return False
+    value = float(source) if figure[0] in "+-" else abs(float(source))
+    return f"{value:{'+' if figure[0] == '+' else ''}.{digits}f}" == figure
+
+
+def prose_problems(text: str, root: Path = ROOT) -> list[str]:
+    """Each figure of a paragraph under ``<!-- figures: docs/results/NAME -->`` that its publications do not write."""
+    problems = []
+    for folders, block in quoted_blocks(text):
+        missing = [folder for folder in folders if not (root / folder).is_dir()]
+        if missing:
+            problems.append(f"<!-- figures: ... --> names {', '.join(missing)}, which is not there")
+            continue
+        sources = [figure for folder in folders for figure in source_figures(root / folder)]
+        problems += [f"{figure!r} (in {block[:50]!r}...) is no figure of {', '.join(folders)}"
+                     for figure in PROSE_FIGURE.findall(block) if not any(quotes(figure, s) for s in sources)]
+    return problems
+
+
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_every_figure_quoted_in_prose_is_the_publications(page):
+    """A paragraph or list below ``<!-- figures: docs/results/NAME -->`` gives the figures of that publication alone:
+    its comparisons (+4.13, p 0.63, 9 of 9) and BLEU, rounded at most."""
+    problems = prose_problems(page.read_text(encoding="utf-8"))
+    assert not problems, f"{page.name}: " + "; ".join(problems)
+
+
+def test_the_pages_quote_the_choice_in_prose():
+    assert any(quoted_blocks(page.read_text(encoding="utf-8")) for page in PAGES)
+
+
+# -- every publication whole, and recomputed from its translations ----------------------------------------
+
+
+def named_files(folder: Path) -> list[str]:
+    """The translations and references a publication's figures come from, as its JSON names them (resolved)."""
+    if (folder / "choice.json").is_file():
+        choice = json.loads((folder / "choice.json").read_text(encoding="utf-8"))
+        return [str(folder / single[part]) for single in choice["singles"].values() for part in ("dev", "test")]
+    report = read_report(str(folder / "report.json"))
+    return [report.dev["reference"], report.test["reference"],
+            *(path for stage in report.stages for path in stage.hypotheses + stage.dev_hypotheses)]
+
+
+def translations_problems(folder: Path) -> list[str]:
+    """What is wrong with the translations of a publication: each that its JSON names is committed in it (gzipped
+    under hyp/ and ref/, nothing else there), unless its COMMANDS.md marks it unverifiable (they were lost)."""
+    if marked_unverifiable(folder):
+        return []
+    problems = [f"{folder.name}: {os.path.relpath(path, folder)} is not committed in the folder (publish it with "
+                f"`mosesrnn mert-report WORK --publish`, or mark its COMMANDS.md <!-- unverifiable: why -->)"
+                for path in named_files(folder)
+                if not (Path(path).is_file() and Path(path).resolve().is_relative_to(folder.resolve()))]
+    named = {Path(path).resolve() for path in named_files(folder)}
+    problems += [f"{folder.name}: {path.relative_to(folder)} is named by nothing" for kind in (HYPOTHESES, REFERENCES)
+                 for path in sorted((folder / kind).rglob("*")) if path.is_file() and path.resolve() not in named]
+    return problems
+
+
 def published_problems(folder: Path) -> list[str]:
     """What a folder of docs/results lacks: its report.json, plan.json, report.md (the report.json rendered) and
-    commands (COMMANDS.md or commands.sh), and no machine's paths (no absolute path in the JSON files, no home or
-    temporary folder anywhere)."""
+    commands (COMMANDS.md or commands.sh), its translations (:func:`translations_problems`), and no machine's paths
+    (no absolute path in the JSON files, no home or temporary folder anywhere)."""
     names = {path.name for path in folder.iterdir()}
     choice = "choice.json" in names
     needed = ("choice.md",) if choice else ("report.json", "plan.json", "report.md")
@@ -323,7 +494,8 @@ def published_problems(folder: Path) -> list[str]:
         problems += choice_problems(folder, names)
     elif (folder / "report.md").read_text(encoding="utf-8") != markdown(read_report(str(folder / "report.json"))):
         problems.append(f"{folder.name}/report.md is not its report.json's (mosesrnn mert-report WORK --publish)")
-    for path in sorted(folder.iterdir()):
+    problems += translations_problems(folder)
+    for path in sorted(path for path in folder.iterdir() if path.is_file()):
         text = path.read_text(encoding="utf-8")
         if re.search(r'"/[^"]*"', text) if path.suffix == ".json" else re.search(r"(?<![\w$})])/(?:root|home|tmp|"
                                                                                   r"Users|mnt|scratch)/", text):
@@ -336,15 +508,102 @@ def choice_problems(folder: Path, names: set[str]) -> list[str]:
     that is its tunings' reports' (:func:`choice_table_problems`)."""
     choice = json.loads((folder / "choice.json").read_text(encoding="utf-8"))
     problems = [f"{folder.name}: no {single[part]} (the translation of {name})" for name, single in
-                choice["singles"].items() for part in ("dev", "test") if single[part] not in names]
+                choice["singles"].items() for part in ("dev", "test") if not (folder / single[part]).is_file()]
     lines = (folder / "choice.md").read_text(encoding="utf-8").splitlines()
     table = [line for line in lines if line.startswith("|")]
+    if choice.get("format") == CHOICE_FORMAT:  # its ranking: dev alone
+        table = table[:len(choice["ranking"]) + 2]
     return problems + [f"{folder.name}/choice.md: {problem}" for problem in choice_table_problems(table, folder)]
 
 
+def publications() -> list[Path]:
+    return [folder for folder in sorted(RESULTS.iterdir()) if folder.is_dir()] if RESULTS.is_dir() else []
+
+
 def test_every_published_report_is_whole_and_holds_no_machine_paths():
-    folders = [folder for folder in sorted(RESULTS.iterdir()) if folder.is_dir()] if RESULTS.is_dir() else []
-    assert [problem for folder in folders for problem in published_problems(folder)] == []
+    assert [problem for folder in publications() for problem in published_problems(folder)] == []
+
+
+def choice_differences(folder: Path) -> list[str]:
+    """What a choice's record says that its tunings' reports and its singles' translations do not give again: the
+    ranking on the held-out dev half (stages of tunings tuned on the other half, singles chosen off it), the choice,
+    each comparison read after it (recomputed), and ``choice.md`` as its rendering."""
+    record = json.loads((folder / "choice.json").read_text(encoding="utf-8"))
+    if record.get("format") != CHOICE_FORMAT:
+        return [f"{folder.name}: a choice of before (no ranking on dev alone, no comparisons): choose again, or mark "
+                f"its COMMANDS.md <!-- unverifiable: why -->"]
+    reports = {name: read_report(str(folder.parent / name / "report.json")) for name in record["tunings"]}
+    first = next(iter(reports.values()))
+    rows = {f"{name}: {stage.name}": (statistics.mean(stage.dev_bleu), stage_cells(stage)["dev"], in_sample(report),
+                                      [sentence_stats(path, first.test["reference"], "none") for path in
+                                       stage.hypotheses], list(stage.bleu), stage_cells(stage)["test"])
+            for name, report in reports.items() for stage in report.stages}
+    for name, single in record["singles"].items():
+        dev = corpus_bleu(sentence_stats(str(folder / single["dev"]), first.dev["reference"], "none", True), "none")
+        test_stats = sentence_stats(str(folder / single["test"]), first.test["reference"], "none")
+        test = corpus_bleu(test_stats, "none")
+        rows[f"{name} (single)"] = (dev, f"{dev:.2f} (1 run)", SINGLE_CHOSEN_ON[single["chosen_on"]], [test_stats],
+                                    [test], f"{test:.2f} (1 run)")
+    ranked = sorted((label for label, row in rows.items() if row[2] is None), key=lambda label: -rows[label][0])
+    problems = [f"{folder.name}: {name} (single)'s {key} {single[key]!r} in choice.json, {cell!r} from its translations"
+                for name, single in record["singles"].items() for key, cell in (
+                    ("dev-half BLEU", rows[f"{name} (single)"][1]), ("test BLEU", rows[f"{name} (single)"][5]))
+                if single[key] != cell]
+    given = [(row["label"], row["dev-half BLEU"]) for row in record["ranking"]]
+    if given != [(label, rows[label][1]) for label in ranked]:
+        problems.append(f"{folder.name}: the ranking {given} is not that of the reports and singles on the held-out "
+                        f"dev half {[(label, rows[label][1]) for label in ranked]}")
+    chosen = ranked[0]
+    if record["chosen"] != chosen or record["after_choice"]["test BLEU"] != rows[chosen][5]:
+        problems.append(f"{folder.name}: chosen {record['chosen']!r} (test {record['after_choice']['test BLEU']}); "
+                        f"the ranking chooses {chosen!r} (test {rows[chosen][5]})")
+    tuning, _, stage = chosen.partition(": ")
+    control = next((s.control for s in reports[tuning].stages if s.name == stage), None) if tuning in reports else None
+    wanted = [("the baseline", f"{tuning}: baseline"), ("its control", f"{tuning}: {control}"),
+              ("the runner-up on dev", ranked[1] if len(ranked) > 1 else None)]
+    wanted += [(label, label) for label in rows if label.endswith(" (single)")]
+    expected, seen = [], {chosen}
+    for against, label in wanted:
+        if label in rows and label not in seen:
+            seen.add(label)
+            expected.append((against, label))
+    comparisons = record["after_choice"]["comparisons"]
+    if (named := [(c["against"], c["label"]) for c in comparisons]) != expected:
+        problems.append(f"{folder.name}: compared after the choice with {named}, not {expected}")
+    for comparison in comparisons:
+        ours, theirs = rows[chosen], rows.get(comparison["label"])
+        if theirs is None:
+            continue
+        again = recompared_runs(ours[3], ours[4], theirs[3], theirs[4], "none")
+        for key, value in (("delta", again.delta), ("p_value", again.p_value),
+                           ("pairs_agreeing", again.pairs_agreeing), ("pairs", again.pairs)):
+            if abs(comparison[key] - value) > 1e-9:
+                problems.append(f"{folder.name}: against {comparison['label']}, {key} {comparison[key]!r} in "
+                                f"choice.json, {value!r} from the translations")
+        if comparison["test BLEU"] != theirs[5]:
+            problems.append(f"{folder.name}: {comparison['label']}'s test BLEU {comparison['test BLEU']!r}, "
+                            f"{theirs[5]!r} from its report or translations")
+    if (folder / "choice.md").read_text(encoding="utf-8") != choice_markdown(record):
+        problems.append(f"{folder.name}/choice.md is not its choice.json's (benchmarks/choose_on_dev.py --publish)")
+    return problems
+
+
+def recomputation_problems(folder: Path) -> list[str]:
+    """Every figure of a publication that its committed translations do not give again."""
+    if (folder / "choice.json").is_file():
+        return choice_differences(folder)
+    return [f"{folder.name}: {problem}" for problem in report_differences(read_report(str(folder / "report.json")))]
+
+
+VERIFIABLE = [folder for folder in publications() if not marked_unverifiable(folder)]
+
+
+@pytest.mark.parametrize("folder", VERIFIABLE, ids=[folder.name for folder in VERIFIABLE])
+def test_every_published_figure_is_recomputed_from_its_translations(folder):
+    """Each figure of report.json (BLEU per run, on test and the held-out dev half; Δ, p and run pairs against the
+    baseline and the control) or choice.json (the ranking, the choice, the comparisons after it), from the
+    translations committed with it (sacreBLEU; its paired test with its fixed seed)."""
+    assert recomputation_problems(folder) == []
 
 
 def sample_report():
@@ -408,6 +667,10 @@ def test_a_doctored_table_is_caught(tmp_path):
     (folder / "plan.json").write_text('{"files": {"ini": ["moses.ini", 10]}}\n', encoding="utf-8")
     assert published_problems(folder) == ["x: no COMMANDS.md or commands.sh with the exact commands"]
     (folder / "COMMANDS.md").write_text("mosesrnn tune dev.en dev.fr moses.ini ...\n", encoding="utf-8")
+    assert published_problems(folder)[0] == ("x: dev.fr is not committed in the folder (publish it with `mosesrnn "
+                                             "mert-report WORK --publish`, or mark its COMMANDS.md <!-- unverifiable: "
+                                             "why -->)")
+    (folder / "COMMANDS.md").write_text("<!-- unverifiable: made up -->\nmosesrnn tune dev.en ...\n", encoding="utf-8")
     assert published_problems(folder) == []
     (folder / "plan.json").write_text('{"files": {"ini": ["/home/me/moses.ini", 10]}}\n', encoding="utf-8")
     (folder / "report.md").write_text(markdown(report).replace("44.33", "44.34"), encoding="utf-8")
@@ -425,6 +688,9 @@ def test_a_choice_among_tunings_is_checked_against_their_reports(tmp_path):
     (results / "choice" / "choice.json").write_text(json.dumps({"tunings": ["x"], "singles": {"nmt": {
         "name": "nmt", "dev-half BLEU": "41.50 (1 run)", "test BLEU": "40.25 (1 run)", "dev": "nmt.dev.hyp",
         "test": "nmt.test.hyp"}}}))
+    (results / "choice" / "choice.md").write_text(
+        "Ranked:\n\n| stage | dev-half BLEU (mean ± std) |\n|---|---|\n| **x: rescored** | 42.25 ± 0.25 |\n"
+        "| nmt (single) | 41.50 (1 run) |\n| x: baseline | 40.50 ± 0.50 |\n\nChosen on dev: **x: rescored**\n")
     header = ["| stage | dev-half BLEU (mean ± std) | test BLEU (mean ± std) |", "|---|---|---|"]
 
     def problems(*rows: str) -> list[str]:
@@ -438,3 +704,6 @@ def test_a_choice_among_tunings_is_checked_against_their_reports(tmp_path):
     assert problems("| x: rescored | 42.25 ± 0.25 | 46.27 ± 0.25 |")[0].startswith("x: rescored, 'test BLEU")
     assert "names no stage of x's report" in problems("| x: reranked | 42.25 ± 0.25 | 46.27 ± 0.24 |")[0]
     assert "neither a stage of the tunings of choice (x)" in problems("| y: rescored | 1 | 2 |")[0]
+    assert problems("| x: rescored | 42.25 ± 0.25 | 46.27 ± 0.24 |",
+                    "| **nmt (single)** | 41.50 (1 run) | 40.25 (1 run) |") == [
+        "'nmt (single)' is bold, but the stage chosen on dev is 'x: rescored'"]

@@ -38,6 +38,7 @@ from moses_integration.route.report_file import markdown, read_report
 from mosesrnn.cli import main
 from mosesrnn.formats.moses_ini import read_weights, weights_text
 from mosesrnn.formats.nbest import read_nbest
+from mosesrnn.formats.text_file import read_lines
 from mosesrnn.tuning.bleu import file_bleu
 from mosesrnn.tuning.mert import MertOptions
 from mosesrnn.tuning.nbest_mert import mert_nbest_files
@@ -837,7 +838,8 @@ def test_a_report_is_published_without_machine_paths_and_reads_back(tmp_path, fa
     published = tmp_path / "repo" / "docs" / "results" / "example"
     result = CliRunner().invoke(main, ["mert-report", str(tmp_path / "work"), "--publish", str(published)])
     assert result.exit_code == 0, result.output
-    assert sorted(path.name for path in published.iterdir()) == ["plan.json", "report.json", "report.md"]
+    assert sorted(path.name for path in published.iterdir()) == ["hyp", "plan.json", "ref", "report.json", "report.md"]
+    assert sorted(path.name for path in (published / "ref").iterdir()) == ["dev.gz", "test.gz"]
     assert "now write " + str(published / "COMMANDS.md") in result.output
 
     def strings(value):
@@ -850,11 +852,15 @@ def test_a_report_is_published_without_machine_paths_and_reads_back(tmp_path, fa
         assert str(tmp_path) not in text, name
         assert not [s for s in strings(json.loads(text)) if isinstance(s, str) and s.startswith("/")], name
     record = json.loads((published / "report.json").read_text(encoding="utf-8"))
-    assert record["test"]["reference"] == "test.fr"
-    assert record["stages"][0]["hypotheses"][0] == "work/baseline-run1.test.hyp"
+    assert record["test"]["reference"] == "ref/test.gz"
+    assert record["stages"][0]["hypotheses"][0] == "hyp/baseline.run1.test.gz"
     report = read_report(str(published / "report.json"))
     original = read_report(str(tmp_path / "work" / "report.json"))
     assert [stage.bleu for stage in report.stages] == [stage.bleu for stage in original.stages]
+    for stage, before in zip(report.stages, original.stages):  # the translations and references travel with it
+        for copy, source in zip(stage.hypotheses + stage.dev_hypotheses, before.hypotheses + before.dev_hypotheses):
+            assert copy.startswith(str(published)) and read_lines(copy) == read_lines(source)
+    assert read_lines(report.test["reference"]) == read_lines(original.test["reference"])
     assert (published / "report.md").read_text(encoding="utf-8") == markdown(report)
     assert str(tmp_path) not in (published / "report.md").read_text(encoding="utf-8")
     again = CliRunner().invoke(main, ["mert-report", str(published), "--against", "system"])  # from where it ran
@@ -886,7 +892,7 @@ def test_publishing_never_overwrites_a_tuning_nor_a_publication_without_force(tm
     assert (published / "report.md").read_text() == "edited\n" and (published / "COMMANDS.md").exists()
     forced = CliRunner().invoke(main, ["mert-report", str(work), "--publish", str(published), "--force"])
     assert forced.exit_code == 0, forced.output
-    assert sorted(path.name for path in published.iterdir()) == ["plan.json", "report.json", "report.md"]
+    assert sorted(path.name for path in published.iterdir()) == ["hyp", "plan.json", "ref", "report.json", "report.md"]
     alone = CliRunner().invoke(main, ["mert-report", str(work), "--force"])
     assert alone.exit_code == 2 and "--force goes with --publish" in alone.output
     (tmp_path / "choice").mkdir()

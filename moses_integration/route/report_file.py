@@ -121,9 +121,9 @@ def _relative(path: str, folder: str) -> str:
 
 
 def read_report(path: str) -> RouteReport:
-    """Read what :func:`write_report` wrote (the translations' paths resolved against the report's folder; those
-    of an older report, relative to where its tuning ran, absolute ones as they are); raises MosesRNNError naming the
-    file for anything else."""
+    """Read what :func:`write_report` wrote (the paths of the translations and the references resolved against the
+    report's folder; those of an older report, relative to where its tuning ran, absolute ones as they are); raises
+    MosesRNNError naming the file for anything else."""
     record = read_json(path, "a tuning report of `mosesrnn tune`")
     if not isinstance(record, dict) or record.get("format") != FORMAT:
         raise MosesRNNError(f"{path}: not a tuning report of `mosesrnn tune`")
@@ -139,15 +139,17 @@ def read_report(path: str) -> RouteReport:
                                       "dev_hypotheses": tuple(_resolved(folder, h)
                                                               for h in stage.get("dev_hypotheses", ()))})
                        for stage in record["stages"])
-        return RouteReport(record["sacrebleu"], record["dev"], record["test"], record["runs"], stages,
-                            record.get("signatures", {}), record.get("selection"))
+        dev, test = ({**record[part], "reference": _resolved(folder, record[part]["reference"])}
+                     for part in ("dev", "test"))
+        return RouteReport(record["sacrebleu"], dev, test, record["runs"], stages, record.get("signatures", {}),
+                           record.get("selection"))
     except (KeyError, TypeError) as error:
         raise MosesRNNError(f"{path}: a damaged tuning report ({error})") from None
 
 
 def _resolved(folder: str, path: str) -> str:
-    """A translation a report names: relative to the report's folder, or (an older report) to where its tuning
-    ran."""
+    """A translation or reference a report names: relative to the report's folder, or (an older report) to where
+    its tuning ran."""
     inside = os.path.join(folder, path)
     return path if not os.path.exists(inside) and os.path.exists(path) else inside
 

@@ -363,9 +363,11 @@ def _check_rescoring_options_read(options: dict) -> None:
                    "not at all; never over --ini).")
 @click.option("--publish", metavar="DIR", type=output_folder_writing(*PUBLISHED),
               help="Copy the report of the finished `mosesrnn tune` in WORK_DIR into DIR (docs/results/NAME, to "
-                   "commit): report.json and plan.json with every absolute path written relative to the current "
-                   "directory (run it from the folder the tuning's commands ran in), and report.md rendered from them. "
-                   "Add DIR/COMMANDS.md with the exact commands: every BLEU table of the docs names such a folder. "
+                   "commit): report.json, plan.json with every absolute path written relative to the current "
+                   "directory (run it from the folder the tuning's commands ran in), report.md rendered from them, and "
+                   "every run's translations and the references gzipped under DIR/hyp and DIR/ref, which report.json "
+                   "names there (the docs test recomputes every figure from them). Add DIR/COMMANDS.md with the exact "
+                   "commands: every BLEU table of the docs names such a folder. "
                    "Never into a tuning's working folder; a DIR holding a publication only with --force.")
 @click.option("--force", is_flag=True,
               help="With --publish: replace the publication in DIR (its COMMANDS.md or commands.sh is removed, to be "
