@@ -6,6 +6,7 @@ continues a stopped tuning and another one refuses the folder.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass, field, fields
@@ -319,10 +320,8 @@ def write_tuning_half(plan: RoutePlan) -> None:
     """Write the dev set's tuning half (:func:`tuning_half`), each file whole or not at all, unless it holds those
     lines already."""
     for path, content in tuning_half(plan):
-        if os.path.isfile(path):
-            with open(path, "rb") as stream:
-                if stream.read() == content:
-                    continue
+        if os.path.isfile(path) and content_sha256(path) == hashlib.sha256(content).hexdigest():
+            continue
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with atomic_output(path) as stream:
             stream.write(content)
