@@ -431,6 +431,7 @@ def test_select_on_half_tunes_on_one_half_of_dev_and_chooses_on_the_other(tmp_pa
     assert "every MERT, mert-moses.pl's for baseline, system and mosesrnn's for every rescored stage and control, " \
         "tuned on the 7 dev sentences at odd lines" in " ".join(result.stdout.split())
     assert "whole dev set" not in result.stdout
+    assert "tuned on the 7 dev sentences at odd lines (of 13), 2 MERT runs per stage" in " ".join(result.stdout.split())
     assert (work / "report.md").read_text(encoding="utf-8") == result.stdout
     shown = CliRunner().invoke(main, ["mert-report", str(work)])
     assert shown.exit_code == 0 and first in shown.output, shown.output

@@ -251,7 +251,7 @@ def markdown(report: RouteReport, reference: str = "baseline") -> str:
         cells = stage_cells(stage)
         rows.append(f"| {stage.name}: {stage.about} | " + " | ".join(cells[key] for key, _ in columns) + " |")
     note = (f"\nTest BLEU on {report.test.get('sentences')} sentences ({report.test.get('source')}), sacreBLEU "
-            f"{report.sacrebleu}; tuned on {report.dev.get('sentences')} dev sentences, {report.runs} MERT runs per "
+            f"{report.sacrebleu}; tuned on {_tuned_on(report)}, {report.runs} MERT runs per "
             f"stage. p: paired approximate randomisation between the median runs (10,000 samples); pairs: of the run "
             f"pairs, those that differ the same way as Δ at p < 0.05.")
     if with_controls:
@@ -279,6 +279,13 @@ def _headline(report: RouteReport, reference: str) -> str:
     return (f"**Chosen on the held-out dev half: {chosen.name}** ({chosen.about}): dev-half BLEU {mean:.2f}{spread} "
             f"on {report.selection['held_out']} sentences, the highest of the {len(report.stages)} stages; its test "
             f"BLEU {test_mean:.2f}{test_spread}{against}.\n")
+
+
+def _tuned_on(report: RouteReport) -> str:
+    """The dev sentences the report's MERTs tuned on, in words: all of them, or the tuning half's."""
+    if report.selection and report.selection.get("moses_tuned_on") == ON_TUNING_HALF:
+        return f"the {report.selection['tuned_on']} dev sentences at odd lines (of {report.dev.get('sentences')})"
+    return f"{report.dev.get('sentences')} dev sentences"
 
 
 def _selection_note(report: RouteReport) -> str:
