@@ -217,6 +217,7 @@ def decode(tools: MosesTools, ini: str, threads: int, source: str, output: str, 
 
 def decoding_speed(log: str) -> float | None:
     """Sentences per second of a decode, from Moses' per-sentence ``Translation took X seconds total`` lines
-    of its log (None when there are none)."""
-    times = [float(m) for m in re.findall(rb"Translation took ([\d.]+) seconds total", read_bytes(log))]
+    of its log (None when there are none). Several decoding threads write into one log, so a line may be cut by
+    another's (``took 0.0650.000 seconds``): such a line is left out, not read as a number."""
+    times = [float(m) for m in re.findall(rb"Translation took (\d+(?:\.\d+)?) seconds total", read_bytes(log))]
     return len(times) / sum(times) if times and sum(times) else None

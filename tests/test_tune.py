@@ -30,7 +30,14 @@ from click.testing import CliRunner
 from conftest import DATA
 from scoring_helpers import save_tiny_model
 
-from moses_integration.mert_moses import MertSettings, find_tools, mert_command, mertdir_programs_run, relative_paths
+from moses_integration.mert_moses import (
+    MertSettings,
+    decoding_speed,
+    find_tools,
+    mert_command,
+    mertdir_programs_run,
+    relative_paths,
+)
 from moses_integration.mert_report import weights_table
 from moses_integration.nplm_check import heap_disagreements, nplm_feature_names
 from moses_integration.route import RouteOptions
@@ -643,6 +650,17 @@ def test_relative_paths_of_a_real_ini():
     assert relative_paths(str(ini)) == [f"{ini}:17: path=europarl.en.lm",
                                         f"{ini}:19: path=reordering-table.msd-bidirectional-fe.0.5.0-0.gz",
                                         f"{ini}:22: path=phrase-table.0-0.gz"]
+
+
+def test_the_decoding_speed_leaves_out_a_line_another_thread_cut(tmp_path):
+    """Moses decoding with -threads 2 writes both threads' lines into one log; one cut by the other (as the Tatoeba
+    ladder's distinct decode left, which stopped the report) is left out, and the others give the speed."""
+    log = tmp_path / "test.hyp.log"
+    log.write_bytes(b"Line 0: Translation took 0.500 seconds total\n"
+                    b"Line 1: Translation took 0.065Line 2: Translation took 0.000 seconds total\n"
+                    b"Line 3: Translation took 1.500 seconds total\n"
+                    b"Line 1: Translation took 0.0650.000 seconds total\n")
+    assert decoding_speed(str(log)) == pytest.approx(3 / 2.0)
 
 
 def test_weights_table_has_a_row_per_weight_and_a_column_per_run():
