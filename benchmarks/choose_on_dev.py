@@ -105,7 +105,7 @@ def run(args) -> None:
     and publish it; raises MosesRNNError or OSError naming the file for a mistake, before anything is written."""
     if args.publish:
         check_publish_folder(args.publish, args.force)
-    reports = read_reports(args.tunings)
+    reports = read_reports(args.tunings, args.allow_in_sample)
     first = next(iter(reports.values()))
     singles = [{"name": name, "dev_path": dev, "test_path": test, "chosen_on": where}
                for (name, dev, test), where in zip(args.single, args.single_chosen_on)]
@@ -121,8 +121,9 @@ def _report_path(tuning: str) -> str:
     return tuning if tuning.endswith(".json") else os.path.join(tuning, REPORT_JSON)
 
 
-def read_reports(tunings: list[str]) -> dict[str, RouteReport]:
-    """The report of each tuning by its folder's name; raises MosesRNNError for one without a selection, two of one
+def read_reports(tunings: list[str], allow_in_sample: bool) -> dict[str, RouteReport]:
+    """The report of each tuning by its folder's name; raises MosesRNNError for one without a selection, one whose
+    Moses MERT read the held-out half (without ``allow_in_sample``: checked before its sets are read), two of one
     name, or tunings of other dev or test sets (their held-out BLEUs rank nothing together)."""
     reports, sets = {}, {}
     for tuning in tunings:
@@ -133,6 +134,10 @@ def read_reports(tunings: list[str]) -> dict[str, RouteReport]:
         if missing := [stage.name for stage in report.stages if not stage.dev_bleu]:
             raise MosesRNNError(f"{path}: a damaged report: {', '.join(missing)} without held-out dev BLEU")
         name = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        if (why := in_sample(report)) and not allow_in_sample:
+            raise MosesRNNError(f"{name}: {why} (Moses' MERT; its report's selection has no moses_tuned_on \"tuning "
+                                f"half\"), so every stage's held-out dev BLEU is in-sample: give --allow-in-sample to "
+                                f"list its stages below the ranking, not ranked")
         if name in reports:
             raise MosesRNNError(f"{path}: a second tuning named {name} (each is named by its folder)")
         reports[name] = report
@@ -180,16 +185,12 @@ def check_publish_folder(folder: str, force: bool) -> None:
 
 def candidates(reports: dict[str, RouteReport], singles: list[dict], allow_in_sample: bool) -> list[Row]:
     """Every stage and single with its held-out dev BLEU (read from dev alone), and why it is not ranked; raises
-    MosesRNNError for one in-sample without ``allow_in_sample``."""
+    MosesRNNError for a single chosen in-sample without ``allow_in_sample`` (an in-sample tuning is refused by
+    :func:`read_reports`)."""
     rows = []
     for name, report in reports.items():
-        why = in_sample(report)
-        if why and not allow_in_sample:
-            raise MosesRNNError(f"{name}: {why} (Moses' MERT; its report's selection has no moses_tuned_on \"tuning "
-                                f"half\"), so every stage's held-out dev BLEU is in-sample: give --allow-in-sample to "
-                                f"list its stages below the ranking, not ranked")
         rows += [Row(f"{name}: {stage.name}", stage.about, statistics.mean(stage.dev_bleu), stage_cells(stage)["dev"],
-                     why, report, stage) for stage in report.stages]
+                     in_sample(report), report, stage) for stage in report.stages]
     first = next(iter(reports.values()))
     held_out = dev_halves(first.dev["sentences"])[1]
     for single in singles:
