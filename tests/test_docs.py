@@ -405,10 +405,31 @@ def quoted_blocks(text: str) -> list[tuple[list[str], str]]:
     return blocks
 
 
-def source_figures(folder: Path) -> list[str]:
-    """Every figure a publication writes (its ``choice.md`` or ``report.md``)."""
+#: What prose compares the chosen stage with: a figure after one of these words, up to the next "against" or the
+#: next of them, is that comparison's (a doctored prose must not pass by quoting the control's +2.82 as the
+#: baseline's).
+COMPARED = re.compile(r"\b(?:(baseline|control|runner-up)|against)\b", re.IGNORECASE)
+
+
+def source_figures(folder: Path, compared: str | None = None) -> list[str]:
+    """The figures a publication writes (its ``choice.md`` or ``report.md``): every one, or with ``compared``
+    (``baseline``, ``control``, ``runner-up``) those of a choice's line "- against the ``compared`` ..."."""
     name = "choice.md" if (folder / "choice.json").is_file() else "report.md"
-    return PROSE_FIGURE.findall((folder / name).read_text(encoding="utf-8").replace("−", "-"))
+    text = (folder / name).read_text(encoding="utf-8").replace("−", "-")
+    if compared is not None and name == "choice.md":
+        text = "\n".join(line for line in text.splitlines()
+                         if re.match(rf"- against (?:the|its) {compared}\b", line, re.IGNORECASE))
+    return PROSE_FIGURE.findall(text)
+
+
+def compared_parts(block: str) -> list[tuple[str | None, str]]:
+    """``block`` cut where it names a comparison (``baseline``, ``control``, ``runner-up``) or says "against":
+    each part with the comparison it names (lower case), or None (before the first, or after an "against" that
+    names none of them)."""
+    cuts = list(COMPARED.finditer(block))
+    starts = [0] + [cut.start() for cut in cuts]
+    names = [None] + [cut[1] and cut[1].lower() for cut in cuts]
+    return [(name, block[start:end]) for name, start, end in zip(names, starts, starts[1:] + [len(block)])]
 
 
 def quotes(figure: str, source: str) -> bool:
@@ -425,16 +446,19 @@ def quotes(figure: str, source: str) -> bool:
 
 
 def prose_problems(text: str, root: Path = ROOT) -> list[str]:
-    """Each figure of a paragraph under ``<!-- figures: docs/results/NAME -->`` that its publications do not write."""
+    """Each figure of a paragraph under ``<!-- figures: docs/results/NAME -->`` that its publications do not write
+    (where the paragraph names a comparison, that its publications do not write for that comparison)."""
     problems = []
     for folders, block in quoted_blocks(text):
         missing = [folder for folder in folders if not (root / folder).is_dir()]
         if missing:
             problems.append(f"<!-- figures: ... --> names {', '.join(missing)}, which is not there")
             continue
-        sources = [figure for folder in folders for figure in source_figures(root / folder)]
-        problems += [f"{figure!r} (in {block[:50]!r}...) is no figure of {', '.join(folders)}"
-                     for figure in PROSE_FIGURE.findall(block) if not any(quotes(figure, s) for s in sources)]
+        for compared, part in compared_parts(block):
+            sources = [figure for folder in folders for figure in source_figures(root / folder, compared)]
+            whose = f"{', '.join(folders)}" + (f" against the {compared}" if compared else "")
+            problems += [f"{figure!r} (in {block[:50]!r}...) is no figure of {whose}"
+                         for figure in PROSE_FIGURE.findall(part) if not any(quotes(figure, s) for s in sources)]
     return problems
 
 

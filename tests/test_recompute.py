@@ -177,19 +177,26 @@ def test_a_doctored_cell_or_moved_bold_row_of_a_copied_ranking_fails(published):
 
 
 def test_a_doctored_prose_figure_fails(published):
-    """The comparisons read after the choice, quoted in prose (rounded at most), pass; a figure changed fails."""
+    """The comparisons read after the choice, quoted in prose (rounded at most), pass; a figure changed fails, and
+    so does one comparison's figure quoted for another."""
     record = json.loads((published / "docs" / "results" / "choice" / "choice.json").read_text())
-    baseline = record["after_choice"]["comparisons"][0]
-    assert baseline["against"] == "the baseline"
+    baseline, control = record["after_choice"]["comparisons"][:2]
+    assert baseline["against"] == "the baseline" and control["against"].startswith("its control")
     prose = (f"<!-- figures: docs/results/choice -->\nAgainst the baseline **{baseline['delta']:+.2f}** (p "
              f"{baseline['p_value']:.2f}, {baseline['pairs_agreeing']} of {baseline['pairs']} run pairs).\n\nNot "
              f"quoted: +5.0.\n")
     assert prose_problems(prose, published) == []
     wrong = f"{baseline['delta'] + 0.01:+.2f}"
     [problem] = prose_problems(prose.replace(f"{baseline['delta']:+.2f}", wrong), published)
-    assert problem.startswith(f"{wrong!r} (in 'Against the baseline") and problem.endswith("is no figure of "
-                                                                                         "docs/results/choice")
+    assert problem.startswith(f"{wrong!r} (in 'Against the baseline") and problem.endswith(
+        "is no figure of docs/results/choice against the baseline")
     assert prose_problems(prose.replace(" of ", " of 1"), published)
+    both = prose.replace(").\n", f"), against its control {control['delta']:+.2f}.\n")
+    assert prose_problems(both, published) == []
+    swapped = both.replace(f"{baseline['delta']:+.2f}", "BASE").replace(f"{control['delta']:+.2f}", "CONTROL")
+    swapped = swapped.replace("BASE", f"{control['delta']:+.2f}").replace("CONTROL", f"{baseline['delta']:+.2f}")
+    assert [problem.rpartition(" against ")[2] for problem in prose_problems(swapped, published)] == [
+        "the baseline", "the control"]
 
 
 @pytest.mark.parametrize("every", [(3, 4), (2, 7), (5, 5)])

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 
 import pytest
 from click.testing import CliRunner
@@ -32,6 +33,30 @@ def features(model_path):
 def text(path):
     with gzip.open(path, "rt", encoding="utf-8") as stream:
         return stream.read()
+
+
+def members(path) -> list[tuple[bytes, bytes]]:
+    """Each gzip member of ``path``: its compressed bytes and its text."""
+    data, found = path.read_bytes(), []
+    while data:
+        member = zlib.decompressobj(31)
+        body = member.decompress(data)
+        found.append((data[:len(data) - len(member.unused_data)], body))
+        data = member.unused_data
+    return found
+
+
+def first_difference(one, other) -> str:
+    """Where two gzip files' members first differ (for a failure message that explains itself)."""
+    ones, others = members(one), members(other)
+    at = next((k for k, (a, b) in enumerate(zip(ones, others)) if a != b), min(len(ones), len(others)))
+
+    def shown(found):  # (compressed bytes, text bytes, lines) of member ``at``
+        return (len(found[at][0]), len(found[at][1]), found[at][1].count(b"\n")) if at < len(found) else None
+
+    same = at < min(len(ones), len(others)) and ones[at][1] == others[at][1]
+    return (f"{len(ones)} against {len(others)} members; member {at} differs: {shown(ones)} against "
+            f"{shown(others)} (compressed bytes, text bytes, lines), the same text: {same}")
 
 
 def scores(line):
@@ -171,6 +196,6 @@ def test_resume_after_sigkill_is_byte_identical(tmp_path, workers):
     result = CliRunner().invoke(main, [*args[:5], str(reference), *args[6:]])
     assert result.exit_code == 0, result.output
     assert text(out) == text(reference)
-    assert out.read_bytes() == reference.read_bytes()  # the same gzip members, too
+    assert out.read_bytes() == reference.read_bytes(), first_difference(out, reference)  # the same members too
     assert not (tmp_path / "out.gz.part").exists() and not (tmp_path / "out.gz.progress.json").exists()
     assert read_table_sidecar(str(out)).identity == read_table_sidecar(str(reference)).identity  # tied to its table
