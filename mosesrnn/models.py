@@ -2,18 +2,20 @@
 
 A row (:class:`ModelKind`) is what the rest of mosesrnn knows of a model family: the ``kind`` its files
 record and the words that name it, the function that loads one (``module:function``, imported when a model
-is loaded), what else may refuse a file of the kind for an option, whether its features read each
-hypothesis' word alignment, and the options that name its files (:class:`ModelOption`): a field of
-:class:`~mosesrnn.features.options.FeatureOptions`, its flags, the n-best features that read it and its help;
-and, for a family that goes inside Moses' decoder, the feature ``moses-ini`` adds (:class:`DecoderFeature`).
+is loaded), how ``mosesrnn perplexity`` measures one (:class:`Perplexity`), what else may refuse a file of the
+kind for an option, whether its features read each hypothesis' word alignment, and the options that name its
+files (:class:`ModelOption`): a field of :class:`~mosesrnn.features.options.FeatureOptions`, its flags, the
+n-best features that read it and its help; and, for a family that goes inside Moses' decoder, the feature
+``moses-ini`` adds (:class:`DecoderFeature`).
 
 From the rows come the kinds the input/output floor names (:data:`MODEL_KINDS`), the roles the files of
 ``FeatureOptions``' model fields are declared with (the fields themselves are written out there, one an
 option, in the rows' order: ``tests/test_features.py`` keeps the two equal), the loading
 (:class:`~mosesrnn.features.selection.LoadedModels`), the kinds ``tune`` checks before it starts
-(:mod:`moses_integration.route.checks`), and the model options of ``score``, ``nbest`` and ``tune``
-(:func:`mosesrnn.cli.features.model_options`), and of the families inside the decoder (:data:`DECODER_FEATURES`)
-``moses-ini``'s options, what :func:`~moses_integration.ini_update.update_moses_ini` adds and the tuning
+(:mod:`moses_integration.route.checks`), the model options of ``score``, ``nbest`` and ``tune``
+(:func:`mosesrnn.cli.features.model_options`), what ``perplexity`` reads and prints, and of the families inside
+the decoder (:data:`DECODER_FEATURES`) ``moses-ini``'s options, what
+:func:`~moses_integration.ini_update.update_moses_ini` adds and the tuning
 report's labels: a new family is its folder, one row here and its fields of ``FeatureOptions``.
 
 Plain data that imports nothing of mosesrnn, on the lowest floor, so that every floor reads it (sacrebleu's ``METRICS``
@@ -24,8 +26,9 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-__all__ = ["ENCODER_DECODER", "CSLM", "JOINT", "ModelOption", "DecoderFeature", "ModelKind", "MODELS", "MODEL_KINDS",
-           "MODEL_OPTIONS", "DECODER_FEATURES", "FEATURE_MODELS", "kind_of", "resolve"]
+__all__ = ["ENCODER_DECODER", "CSLM", "JOINT", "ModelOption", "DecoderFeature", "HeldOutText", "Perplexity",
+           "ModelKind", "MODELS", "MODEL_KINDS", "MODEL_OPTIONS", "DECODER_FEATURES", "FEATURE_MODELS", "kind_of",
+           "resolve"]
 
 #: The kinds of model file (the ``kind`` a model file records).
 ENCODER_DECODER, CSLM, JOINT = "encoder-decoder", "cslm", "bilm"
@@ -87,6 +90,41 @@ class DecoderFeature:
 
 
 @dataclass(frozen=True)
+class HeldOutText:
+    """What ``mosesrnn perplexity`` measures a model on, as its command line gives it.
+
+    Attributes:
+        inputs: its INPUTS (files), as many as the kind's :attr:`Perplexity.counts` allow.
+        encoding: their encoding.
+        limit: the first lines (or a table's unique pairs) measured; None: all.
+        seed: the seed of a shuffled control, where the kind measures one.
+        device: where a model that runs on a device is measured (``auto``, ``cpu``, ``cuda:0``).
+    """
+
+    inputs: tuple[str, ...]
+    encoding: str = "utf-8"
+    limit: int | None = None
+    seed: int = 1
+    device: str = "auto"
+
+
+@dataclass(frozen=True)
+class Perplexity:
+    """How ``mosesrnn perplexity`` measures a model of the kind on held-out text.
+
+    Attributes:
+        measure: ``module:function(path, held_out) -> Iterator[str]``: the lines it prints for the model file
+            ``path`` and a :class:`HeldOutText` (a module of the family, imported when it is called).
+        counts: the numbers of INPUTS it reads; empty: any number, each measured alone.
+        reads: what it reads, in words: the usage error for another number of INPUTS.
+    """
+
+    measure: str
+    counts: tuple[int, ...] = ()
+    reads: str = ""
+
+
+@dataclass(frozen=True)
 class ModelKind:
     """A kind of model file and the options that name one (see the module docstring).
 
@@ -95,6 +133,7 @@ class ModelKind:
         holds: what such a file holds, in words (``a CSLM (a target language model, from `mosesrnn lm train`)``).
         loader: ``module:function`` reading a file of the kind (``function(path)``), imported when it is called.
         options: the options that name its files, in the order the commands offer them.
+        perplexity: how ``mosesrnn perplexity`` measures one on held-out text (:class:`Perplexity`).
         check: ``module:function(path, option) -> str | None``: one line refusing a file of the kind for an
             option (a joint model of another orientation than its option's), or None; checked before ``tune``
             starts. None: a file of the kind fits every option of it.
@@ -107,6 +146,7 @@ class ModelKind:
     holds: str
     loader: str
     options: tuple[ModelOption, ...]
+    perplexity: Perplexity
     check: str | None = None
     reads_alignments: bool = False
     decoder: DecoderFeature | None = None
@@ -158,13 +198,16 @@ MODELS: dict[str, ModelKind] = {row.kind: row for row in (
                   ModelOption("reverse_model", ("--reverse-model",), ("rnn-rev",),
                               "A second model, trained in the other direction (`train --direction "
                               "target-to-source`), for the rnn-rev feature: both directions in one pass.",
-                              "A model of the other direction, for rnn-rev."))),
+                              "A model of the other direction, for rnn-rev.")),
+              Perplexity("mosesrnn.analysis.perplexity:held_out_lines", (1, 2),
+                         "give SRC TRG (two files) or one phrase table")),
     ModelKind(CSLM, "a CSLM (a target language model, from `mosesrnn lm train`)",
               "mosesrnn.cslm.model_file:load_cslm", (
                   ModelOption("lm", ("--lm",), ("cslm",),
                               "A CSLM file from `mosesrnn lm train`, for the cslm feature (the hypothesis' "
                               "log-probability under a neural target language model).",
                               "A CSLM file (`mosesrnn lm train`) for the cslm rescoring feature.", "CSLM"),),
+              Perplexity("mosesrnn.cslm.scoring:held_out_lines"),
               decoder=DecoderFeature(
                   "cslm", "NeuralLM", "moses_integration.neural_lm:with_neural_lm",
                   "Add the CSLM inside the decoder: a NeuralLM feature (Moses built --with-nplm) reading this NPLM "
@@ -188,6 +231,8 @@ MODELS: dict[str, ModelKind] = {row.kind: row for row in (
                               "A joint model file from `mosesrnn bilm train`, trained target-to-source, right-to-left "
                               "(`bilm train --direction target-to-source --right-to-left`), for the bilm-t2s-r2l "
                               f"feature ({_JOINT_OTHER}).")),
+              Perplexity("mosesrnn.bilm.scoring:held_out_lines", (3,),
+                         "a joint model measures SRC TRG ALIGNMENT (three files: a word-aligned corpus)"),
               check="mosesrnn.bilm.model_file:orientation_refusal", reads_alignments=True,
               decoder=DecoderFeature(
                   "bilm", "BilingualNPLM", "moses_integration.bilingual_lm:with_bilingual_lm",

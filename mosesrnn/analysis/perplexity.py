@@ -11,13 +11,17 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
-from ..encdec.model_file import TrainedEncoderDecoder
+from ..encdec.model_file import TrainedEncoderDecoder, load_encoder_decoder
 from ..encdec.scoring import PairScorer
 from ..errors import MosesRNNError
+from ..formats.phrase_table import read_entries
+from ..formats.text_file import parallel_lines
+from ..models import HeldOutText
+from ..runtime.devices import resolve_device
 
-__all__ = ["TextPair", "PerplexityResult", "perplexity", "shuffled"]
+__all__ = ["TextPair", "PerplexityResult", "perplexity", "shuffled", "text_pairs", "held_out_lines"]
 
 
 class TextPair(NamedTuple):
@@ -69,3 +73,37 @@ def perplexity(trained: TrainedEncoderDecoder, pairs: Sequence[TextPair], *, see
     nll = -math.fsum(scorer.log_probs(pairs))
     shuffled_nll = -math.fsum(scorer.log_probs(shuffled(pairs, seed, 1 - output_side)))
     return PerplexityResult(len(pairs), tokens, nll, shuffled_nll, seed)
+
+
+def text_pairs(inputs: Sequence[str], encoding: str = "utf-8", limit: int | None = None) -> list[TextPair]:
+    """The first ``limit`` (None: all) line pairs of two files SRC TRG, or the unique pairs of one phrase table."""
+    if len(inputs) == 2:
+        with parallel_lines(inputs, encoding, limit) as rows:
+            return [TextPair(*texts) for _, texts in rows]
+    unique: dict[TextPair, None] = {}
+    with read_entries(inputs[0], encoding) as entries:
+        for entry in entries:
+            unique[TextPair(entry.source, entry.target)] = None
+            if len(unique) == limit:
+                break
+    return list(unique)
+
+
+def held_out_lines(path: str, held_out: HeldOutText) -> Iterator[str]:
+    """``mosesrnn perplexity`` of an RNN Encoder-Decoder file: the gold targets' perplexity on SRC TRG (or a table's
+    unique pairs), and with the sources shuffled (the registry's measure for the kind).
+
+    Args:
+        path: the model file.
+        held_out: SRC TRG, or one phrase table, and how much of it to read.
+
+    Returns:
+        One line: :meth:`PerplexityResult.summary`.
+
+    Raises:
+        MosesRNNError: an unreadable input or model file, or no pair to measure.
+    """
+    pairs = text_pairs(held_out.inputs, held_out.encoding, held_out.limit)
+    device = resolve_device(held_out.device)
+    trained = load_encoder_decoder(path, map_location=device)
+    yield perplexity(trained, pairs, seed=held_out.seed, device=device).summary()

@@ -20,19 +20,20 @@ the predicted side's ``</s>`` included), from the hypothesis' word alignment.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
 from ..cslm.scoring import NgramStats, ngram_stats, position_scores
 from ..errors import MosesRNNError
 from ..formats.phrase_table import MOSES_FLOOR
+from ..models import HeldOutText
 from ..text.tokenizers import words
 from .data import BOS, EOS, ExampleSet, affiliations, aligned_sentences, examples, read_alignment, window_examples
-from .model_file import TrainedJoint
+from .model_file import TrainedJoint, load_joint
 
 __all__ = ["AlignedTranslation", "parse_segmentation", "translation_affiliations", "sentence_scores", "aligned",
-           "linked", "reoriented_scores", "corpus_stats"]
+           "linked", "reoriented_scores", "corpus_stats", "held_out_lines"]
 
 
 @dataclass(frozen=True)
@@ -153,3 +154,23 @@ def corpus_stats(model: TrainedJoint, source: str, target: str, alignment: str, 
     with aligned_sentences(source, target, alignment, encoding, limit, model.orientation) as pairs:
         data = examples(pairs, model.vocabulary, model.source_window, model.order)
     return ngram_stats(model.network, data, unknown=model.vocabulary.target_ids(["<unk>"])[0])
+
+
+def held_out_lines(path: str, held_out: HeldOutText) -> Iterator[str]:
+    """``mosesrnn perplexity`` of a joint model file: the target words' perplexity on a word-aligned corpus SRC TRG
+    ALIGNMENT, and log Z (the registry's measure for the kind; measured on the CPU).
+
+    Args:
+        path: the joint model file.
+        held_out: SRC TRG ALIGNMENT, and how many of their lines to read.
+
+    Returns:
+        One line.
+
+    Raises:
+        MosesRNNError: an unreadable file, or a corpus whose pairs mostly have no alignment link.
+    """
+    stats = corpus_stats(load_joint(path), *held_out.inputs, encoding=held_out.encoding, limit=held_out.limit)
+    yield (f"{held_out.inputs[1]}: {stats.tokens} tokens (words and </s>): perplexity {stats.perplexity:.2f} per "
+           f"token ({100 * stats.unk_share:.1f}% <unk>; {stats.perplexity_known:.2f} over the others), log Z "
+           f"{stats.log_z_mean:+.3f} ± {stats.log_z_std:.3f}")

@@ -1,16 +1,14 @@
 """``mosesrnn topk``, ``perplexity``, ``embed`` and ``report``: looking into a trained model."""
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 
 import click
 
 from ..errors import MosesRNNError
-from ..formats.text_file import parallel_lines, text_lines
 from ..io.compressed import atomic_text_output
-from ..models import CSLM, JOINT
+from ..models import MODELS, HeldOutText, resolve
 from .common import DEVICE, ENCODING, QUIET, THREADS, Command, load_model, setup_logging, torch_threads
 from .generate import MODEL_OPTION
 from .paths import ANY_MODEL, INPUT, OUTPUT, input_with, output_prefix_of
@@ -94,60 +92,12 @@ def perplexity(model_path, inputs, seed, max_pairs, device, encoding, quiet):
     """
     from ..io.model_store import model_kind
     setup_logging(quiet)
-    kind = model_kind(model_path)
-    if kind == CSLM:
-        return _language_model_perplexity(model_path, inputs, encoding, max_pairs)
-    if kind == JOINT:
-        return _joint_model_perplexity(model_path, inputs, encoding, max_pairs)
-    from ..analysis.perplexity import TextPair
-    from ..analysis.perplexity import perplexity as compute
-    if len(inputs) not in (1, 2):
-        raise click.UsageError("give SRC TRG (two files) or one phrase table")
-    pairs = _pairs(inputs, encoding, TextPair, max_pairs)
-    trained, device = load_model(model_path, device)
-    click.echo(compute(trained, pairs, seed=seed, device=device).summary())
-
-
-def _joint_model_perplexity(model_path: str, inputs, encoding, limit: int | None) -> None:
-    """``perplexity`` with a joint model: one line for SRC TRG ALIGNMENT (their first ``limit`` lines)."""
-    from ..bilm.model_file import load_joint
-    from ..bilm.scoring import corpus_stats
-    if len(inputs) != 3:
-        raise click.UsageError("a joint model measures SRC TRG ALIGNMENT (three files: a word-aligned corpus)")
-    stats = corpus_stats(load_joint(model_path), *inputs, encoding=encoding, limit=limit)
-    click.echo(f"{inputs[1]}: {stats.tokens} tokens (words and </s>): perplexity {stats.perplexity:.2f} per token "
-               f"({100 * stats.unk_share:.1f}% <unk>; {stats.perplexity_known:.2f} over the others), log Z "
-               f"{stats.log_z_mean:+.3f} ± {stats.log_z_std:.3f}")
-
-
-def _language_model_perplexity(model_path: str, texts, encoding, limit: int | None) -> None:
-    """``perplexity`` with a CSLM: one line per text (its first ``limit`` lines)."""
-    from ..cslm.model_file import load_cslm
-    from ..cslm.scoring import text_stats
-    trained = load_cslm(model_path)
-    for path in texts:
-        with text_lines(path, encoding) as lines:
-            sentences = [text for _, text in itertools.islice(lines, limit)]
-        stats = text_stats(trained, sentences, path)
-        click.echo(f"{path}: {sum(1 for text in sentences if text.strip())} sentences, {stats.tokens} tokens "
-                   f"(</s> included), {stats.unk_share:.2%} <unk>: perplexity {stats.perplexity:.2f} (<unk> as a "
-                   f"word), {stats.perplexity_known:.2f} over the shortlist's words; log Z {stats.log_z_mean:+.3f} "
-                   f"± {stats.log_z_std:.3f}")
-
-
-def _pairs(inputs, encoding, TextPair, limit: int | None):
-    """The first ``limit`` (None: all) line pairs of SRC TRG, or unique pairs of a table."""
-    if len(inputs) == 2:
-        with parallel_lines(inputs, encoding, limit) as rows:
-            return [TextPair(*texts) for _, texts in rows]
-    from ..formats.phrase_table import read_entries
-    unique: dict = {}
-    with read_entries(inputs[0], encoding) as entries:
-        for entry in entries:
-            unique[TextPair(entry.source, entry.target)] = None
-            if len(unique) == limit:
-                break
-    return list(unique)
+    measured = MODELS[model_kind(model_path)].perplexity
+    if measured.counts and len(inputs) not in measured.counts:
+        raise click.UsageError(measured.reads)
+    held_out = HeldOutText(tuple(inputs), encoding, max_pairs, seed, device)
+    for line in resolve(measured.measure)(model_path, held_out):
+        click.echo(line)
 
 
 @click.command(cls=Command)

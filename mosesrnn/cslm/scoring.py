@@ -11,21 +11,24 @@ before it, with n-1 ``<s>`` in front: what :func:`sentence_scores` computes (``n
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
 
 from ..errors import MosesRNNError
 from ..formats.phrase_table import MOSES_FLOOR
+from ..formats.text_file import text_lines
+from ..models import HeldOutText
 from ..text.vocab import UNK_ID
 from .data import BOS, ngrams
 from .model import CSLM
-from .model_file import TrainedCSLM
+from .model_file import TrainedCSLM, load_cslm
 
-__all__ = ["position_scores", "sentence_scores", "NgramStats", "ngram_stats", "text_stats"]
+__all__ = ["position_scores", "sentence_scores", "NgramStats", "ngram_stats", "text_stats", "held_out_lines"]
 
 
 
@@ -109,3 +112,28 @@ def text_stats(trained: TrainedCSLM, sentences: Sequence[str], path: str = "the 
     data = ngrams((trained.codec.ids(text) for text in sentences), trained.model.config.order,
                   trained.codec.vocabulary.stoi[BOS])
     return ngram_stats(trained.model, data)
+
+
+def held_out_lines(path: str, held_out: HeldOutText) -> Iterator[str]:
+    """``mosesrnn perplexity`` of a CSLM file: each tokenised text's perplexity (words and ``</s>``) and how
+    self-normalised the model is there (the registry's measure for the kind; measured on the CPU).
+
+    Args:
+        path: the CSLM file.
+        held_out: the texts, and how many of each one's lines to read.
+
+    Returns:
+        One line per text, as each is measured.
+
+    Raises:
+        MosesRNNError: an unreadable text or model file, or a text with no token.
+    """
+    trained = load_cslm(path)
+    for text in held_out.inputs:
+        with text_lines(text, held_out.encoding) as lines:
+            sentences = [sentence for _, sentence in itertools.islice(lines, held_out.limit)]
+        stats = text_stats(trained, sentences, text)
+        yield (f"{text}: {sum(1 for sentence in sentences if sentence.strip())} sentences, {stats.tokens} tokens "
+               f"(</s> included), {stats.unk_share:.2%} <unk>: perplexity {stats.perplexity:.2f} (<unk> as a word), "
+               f"{stats.perplexity_known:.2f} over the shortlist's words; log Z {stats.log_z_mean:+.3f} ± "
+               f"{stats.log_z_std:.3f}")
