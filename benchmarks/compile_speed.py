@@ -2,9 +2,10 @@
 
 For each preset (random weights: speed does not depend on training) the first --pairs lines of the table are
 scored by ``RNNFeature`` eagerly and with its recurrent steps compiled (``compile=``: ``default``, inductor, on any
-device; ``reduce-overhead``, CUDA graphs, on a GPU), in --rounds alternated rounds after one full pass that
-compiles (its time, less the eager pass's, is the compile time). Each row gives the median pairs/s, the spread, the
-ratio to eager, and max / mean |value - eager value| in nats.
+device; ``reduce-overhead``, CUDA graphs, on a GPU), and with the encoder's recurrence as one library GRU call
+(``native-gru``: ``GRUEncoder.native``, cuDNN's GRU on cuda), in --rounds alternated rounds after one full pass
+that compiles (its time, less the eager pass's, is the compile time). Each row gives the median pairs/s, the
+spread, the ratio to eager, and the max and mean absolute difference from eager's values, in nats.
 
     python benchmarks/compile_speed.py --pairs 20000 --rounds 3 --threads 1
     python benchmarks/compile_speed.py --presets "" --model examples/model/tatoeba-small.pt --pairs 5000
@@ -13,6 +14,7 @@ ratio to eager, and max / mean |value - eager value| in nats.
 from __future__ import annotations
 
 import argparse
+import copy
 import itertools
 import statistics
 import time
@@ -28,6 +30,8 @@ from mosesrnn.runtime.cpu import cpu_flags
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT.parent / "shared/data/tatoeba-moses-en-fr/phrase-table.gz"
+#: The mode that scores eagerly with the encoder's recurrence as one library GRU call (``GRUEncoder.native``).
+NATIVE_GRU = "native-gru"
 
 
 def timed_pass(feature: RNNFeature, entries, chunk_lines: int = 20000) -> tuple[float, list[float]]:
@@ -38,13 +42,22 @@ def timed_pass(feature: RNNFeature, entries, chunk_lines: int = 20000) -> tuple[
     return time.perf_counter() - started, values
 
 
+def _feature(trained, mode: str, device: str, batch_tokens: int, normalizer: str) -> RNNFeature:
+    """The rnn feature of ``mode``: ``none`` (eager), a ``compile=`` mode, or ``native-gru`` (eager, the encoder's
+    recurrence one library call, on a copy of the model)."""
+    if mode == NATIVE_GRU:
+        trained = copy.deepcopy(trained)
+        trained.model.encoder.native = True
+    return RNNFeature(trained, device=device, batch_tokens=batch_tokens, normalizer=normalizer,
+                      compile=False if mode in ("none", NATIVE_GRU) else mode)
+
+
 def compile_rows(trained, entries, device: str, modes: tuple[str, ...], rounds: int, batch_tokens: int,
                  normalizer: str = "exact", label: str = "") -> list[list[str]]:
     """One row per mode (``none`` first): pairs/s (median of ``rounds`` alternated), its spread, the ratio to
     eager, the compile time (the first pass less an eager pass) and max / mean |delta| against eager. A mode that
     fails gives a row saying how, and the others go on."""
-    features = {mode: RNNFeature(trained, device=device, batch_tokens=batch_tokens, normalizer=normalizer,
-                                 compile=False if mode == "none" else mode) for mode in modes}
+    features = {mode: _feature(trained, mode, device, batch_tokens, normalizer) for mode in modes}
     first, values, failed = {}, {}, {}
     for mode in modes:  # the first pass compiles: every shape the timed rounds will see
         try:
@@ -71,7 +84,7 @@ def compile_rows(trained, entries, device: str, modes: tuple[str, ...], rounds: 
     return rows
 
 
-HEADER = ["model", "steps", "pairs/s", "rounds min-max", "x eager", "compile s", "max / mean |Δ| vs eager (nats)"]
+HEADER = ["model", "steps", "pairs/s", "rounds min-max", "x eager", "compile s", "max / mean abs. Δ vs eager (nats)"]
 
 
 def main() -> None:
@@ -91,6 +104,7 @@ def main() -> None:
     with read_entries(args.table) as stream:
         entries = list(itertools.islice(stream, args.pairs))
     modes = ("none", "default", "reduce-overhead") if args.device.startswith("cuda") else ("none", "default")
+    modes += (NATIVE_GRU,)
     flags = sorted(cpu_flags() & {"avx2", "avx512f", "avx512_bf16", "amx_bf16"})
     where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "CPU"
     print(f"torch {torch.__version__}; {where}; CPU flags {' '.join(flags)}; {args.threads} torch thread(s); "

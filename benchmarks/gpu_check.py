@@ -59,7 +59,7 @@ from pathlib import Path
 import click
 import torch
 from compile_speed import HEADER as COMPILE_HEADER
-from compile_speed import compile_rows
+from compile_speed import NATIVE_GRU, compile_rows
 from score_speed import flops_per_pair, matmul_flops, trained_model
 from torch.overrides import TorchFunctionMode
 
@@ -680,6 +680,7 @@ def compile_section(report: Report, budget: Budget, device: str, data: Data, siz
     """compile_speed.compile_rows for the small and paper presets at the largest batch_tokens."""
     report.section("Compiled recurrent steps")
     modes = ("none", "default", "reduce-overhead") if device != "cpu" else ("none", "default")
+    modes += (NATIVE_GRU,)
     with read_entries(data.table) as stream:
         entries = list(itertools.islice(stream, sizes.compile_pairs))
     batch_tokens = max(sizes.batch_tokens)
@@ -699,7 +700,8 @@ def compile_section(report: Report, budget: Budget, device: str, data: Data, siz
     report.table([COMPILE_HEADER[0], "size", *COMPILE_HEADER[1:]], rows)
     report.line("\nexact fp32; compile s: the first pass (it compiles every shape the rounds see) less eager's; "
                 "reduce-overhead replays CUDA graphs, each step's rows rounded up to a bucket "
-                "(mosesrnn.encdec.compiled)")
+                "(mosesrnn.encdec.compiled); native-gru runs the encoder's recurrence as one torch.gru call "
+                "(GRUEncoder.native: cuDNN's GRU on cuda), the rest eager")
 
 
 # -- 8. training -----------------------------------------------------------------------------------------------

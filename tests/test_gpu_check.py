@@ -182,7 +182,7 @@ def test_the_header_names_the_cpu_torch_and_the_commit(run):
     ("Encoding: pairs/s", ["pairs/s"], 1),
     ("End to end: mosesrnn score", ["lines/s (its log)", "start-up s", "wall s (start-up included)",
                                     "lines/s (wall)"], 4),
-    ("Compiled recurrent steps", ["pairs/s", "x eager"], 4),
+    ("Compiled recurrent steps", ["pairs/s", "x eager"], 6),
     ("Training runs", ["updates", "speed", "validation perplexity"], 3),
 ])
 def test_every_row_is_there_with_figures_above_zero(run, title, columns, rows):
@@ -191,6 +191,15 @@ def test_every_row_is_there_with_figures_above_zero(run, title, columns, rows):
     for row in found:
         for column in columns:
             assert number(row[column]) > 0, (column, row)
+
+
+def test_the_library_gru_rows_score_as_eager_does(run):
+    """Both presets get a native-gru row (the encoder as one torch.gru call, cuDNN's on a GPU), its values within
+    1e-4 nats of eager's: the row a GPU session reads to decide whether the library GRU pays."""
+    found = [row for row in table(section(run[0], "Compiled recurrent steps")) if row["steps"] == "native-gru"]
+    assert [row["model"] for row in found] == ["small", "paper"]
+    for row in found:
+        assert float(row["max / mean abs. Δ vs eager (nats)"].split(" / ")[0]) < 1e-4, row
 
 
 def test_the_model_rows_cover_both_presets_and_the_three_paths(run):

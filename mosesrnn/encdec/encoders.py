@@ -93,6 +93,11 @@ class GRUEncoder(Encoder):
 
     recurrent_weights = ("U.weight",)
     compiles_steps = True
+    #: Run the recurrence as one library GRU call (``torch.gru``: ATen's loop on a CPU, cuDNN's on cuda) instead of
+    #: a step at a time. Its equations are C14's (the reset gate on U h, Eq. 8; the input-side biases, with a zero
+    #: hidden-side one); it is off until the device check measures that it pays (``benchmarks/compile_speed.py``'s
+    #: ``native-gru`` row). Under autocast the step loop runs anyway: it keeps the state in float32.
+    native = False
 
     def __init__(self, config: ModelConfig):
         super().__init__()
@@ -108,13 +113,24 @@ class GRUEncoder(Encoder):
         B, S = src.shape
         mask = lengths_mask(src_lengths, S)  # (B, S)
         e_x = self.embed(src)  # (B, S, E)
-        x_proj = self.W(e_x)  # (B, S, 3H), all steps in one matmul
-        h = x_proj.new_zeros(B, self.hidden_dim)  # h_0 = 0
-        step = recurrent_step(self, "next_state")  # compiled where the scorer asks (mosesrnn.encdec.compiled)
-        for t in range(S):
-            h = step(x_proj[:, t], h, mask[:, t, None])
+        if self.native and not torch.is_autocast_enabled(e_x.device.type):
+            h = self.library_states(e_x, src_lengths)
+        else:
+            x_proj = self.W(e_x)  # (B, S, 3H), all steps in one matmul
+            h = x_proj.new_zeros(B, self.hidden_dim)  # h_0 = 0
+            step = recurrent_step(self, "next_state")  # compiled where the scorer asks (mosesrnn.encdec.compiled)
+            for t in range(S):
+                h = step(x_proj[:, t], h, mask[:, t, None])
         c = torch.tanh(self.V(h))  # (B, H)   c = tanh(V h_N)
         return EncoderOutput(c=c, m_x=self.mean_embedding(e_x, mask, src_lengths))
+
+    def library_states(self, e_x: Tensor, src_lengths: Tensor) -> Tensor:
+        """h_N of each source (B, H) by one ``torch.gru`` call over e_x (B, S, E) (:attr:`native`): the states past
+        a source's end are computed on its padding and not read."""
+        B, H = e_x.shape[0], self.hidden_dim
+        weights = [self.W.weight, self.U.weight, self.W.bias, self.U.weight.new_zeros(3 * H)]  # [b_ih, b_hh = 0]
+        states, _ = torch.gru(e_x, e_x.new_zeros(1, B, H), weights, True, 1, 0.0, self.training, False, True)
+        return states[torch.arange(B, device=e_x.device), src_lengths - 1]
 
     def next_state(self, x_proj: Tensor, h: Tensor, going: Tensor) -> Tensor:
         """h_t from x_proj = [W_r e; W_z e; W e](x_t) (+ biases) (B, 3H) and h_{t-1} (B, H); rows whose source
