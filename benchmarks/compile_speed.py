@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from score_speed import trained_model
 
+from mosesrnn.encdec.encoders import GRUEncoder
 from mosesrnn.encdec.model_file import load_encoder_decoder
 from mosesrnn.features.rnn import RNNFeature
 from mosesrnn.formats.phrase_table import read_entries
@@ -46,6 +47,8 @@ def _feature(trained, mode: str, device: str, batch_tokens: int, normalizer: str
     """The rnn feature of ``mode``: ``none`` (eager), a ``compile=`` mode, or ``native-gru`` (eager, the encoder's
     recurrence one library call, on a copy of the model)."""
     if mode == NATIVE_GRU:
+        if not isinstance(trained.model.encoder, GRUEncoder):
+            raise ValueError(f"its encoder is {type(trained.model.encoder).__name__}, not C14's GRU encoder")
         trained = copy.deepcopy(trained)
         trained.model.encoder.native = True
     return RNNFeature(trained, device=device, batch_tokens=batch_tokens, normalizer=normalizer,
@@ -57,10 +60,10 @@ def compile_rows(trained, entries, device: str, modes: tuple[str, ...], rounds: 
     """One row per mode (``none`` first): pairs/s (median of ``rounds`` alternated), its spread, the ratio to
     eager, the compile time (the first pass less an eager pass) and max / mean |delta| against eager. A mode that
     fails gives a row saying how, and the others go on."""
-    features = {mode: _feature(trained, mode, device, batch_tokens, normalizer) for mode in modes}
-    first, values, failed = {}, {}, {}
+    features, first, values, failed = {}, {}, {}, {}
     for mode in modes:  # the first pass compiles: every shape the timed rounds will see
         try:
+            features[mode] = _feature(trained, mode, device, batch_tokens, normalizer)
             first[mode], values[mode] = timed_pass(features[mode], entries)
         except Exception as error:  # noqa: BLE001 - a compiler's failure is a finding, not the end of the check
             if mode == "none":

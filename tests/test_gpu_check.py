@@ -7,6 +7,7 @@ names, the cuda-against-CPU comparison said to be skipped on a CPU; phase 2's mo
 together here."""
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import os
 import re
@@ -264,3 +265,21 @@ def test_a_gpu_run_on_short_data_is_refused_in_one_line():
     whole = gpu_check.Data(short.table, 500_000, short.train, 140_098, "the bundle")
     assert gpu_check.refusal("cuda", whole, sizes) is None
     assert gpu_check.sized(6229, 50_000, "pairs") == "6,229 pairs (asked 50,000: the data hold no more)"
+
+
+def test_a_native_gru_row_for_another_encoder_says_why_and_the_others_go_on():
+    """``native-gru`` times C14's GRU encoder as one library call; for a model with another encoder its row says
+    so, and eager's row is still measured."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import compile_speed
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from mosesrnn.encdec.model import build_model
+    from mosesrnn.formats.phrase_table import first_entries
+    entries = first_entries(str(ROOT / "examples/phrase-table.gz"), 200)
+    trained = compile_speed.trained_model("small", entries)
+    trained.model = build_model(dataclasses.replace(trained.model.config, encoder="grconv"))
+    eager, native = compile_speed.compile_rows(trained, entries, "cpu", ("none", "native-gru"), 1, 4096, label="g")
+    assert eager[:2] == ["g", "eager"] and number(eager[2]) > 0
+    assert native[:3] == ["g", "native-gru", "failed: ValueError: its encoder is GrConvEncoder, not C14's GRU encoder"]
