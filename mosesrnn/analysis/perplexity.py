@@ -97,7 +97,7 @@ def held_out_lines(path: str, held_out: HeldOutText) -> Iterator[str]:
         path: the model file.
         held_out: SRC TRG, or one phrase table, and how much of it to read.
 
-    Returns:
+    Yields:
         One line: :meth:`PerplexityResult.summary`.
 
     Raises:

@@ -164,7 +164,7 @@ def held_out_lines(path: str, held_out: HeldOutText) -> Iterator[str]:
         path: the joint model file.
         held_out: SRC TRG ALIGNMENT, and how many of their lines to read.
 
-    Returns:
+    Yields:
         One line.
 
     Raises:

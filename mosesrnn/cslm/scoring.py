@@ -122,7 +122,7 @@ def held_out_lines(path: str, held_out: HeldOutText) -> Iterator[str]:
         path: the CSLM file.
         held_out: the texts, and how many of each one's lines to read.
 
-    Returns:
+    Yields:
         One line per text, as each is measured.
 
     Raises:
