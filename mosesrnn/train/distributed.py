@@ -54,6 +54,10 @@ def ranks_from_environment() -> Ranks:
 _joined = False  # whether start() made the process group (a caller's own group is the caller's to leave)
 
 
+#: The DistributedDataParallel of each finished run, never freed (see :func:`finish`).
+_KEPT: list = []
+
+
 def start(ranks: Ranks, device: str) -> str:
     """Join the process group (gloo on CPU, NCCL on GPU); returns this rank's device."""
     if ranks.world == 1 or dist.is_initialized():
@@ -67,14 +71,21 @@ def start(ranks: Ranks, device: str) -> str:
     return device
 
 
-def finish(ranks: Ranks) -> None:
+def finish(ranks: Ranks, network=None) -> None:
     """Leave the process group that :func:`start` joined, after the run's last collective and on success only
     (a rank whose peer failed could wait on it). A process that exits with gloo's threads still running can
-    abort with "terminate called without an active exception" (pytorch/pytorch#190489)."""
+    abort with "terminate called without an active exception" (pytorch/pytorch#190489).
+
+    ``network``, the run's DistributedDataParallel, is kept for the life of the process: its reducer holds the
+    gloo process group, and freeing it afterwards once deadlocked a rank in ``~ProcessGroupGloo`` (a mutex never
+    released, the other rank gone). A torchrun process ends by ``os._exit`` (:func:`mosesrnn.cli.run`), so it is
+    never freed."""
     global _joined
     if ranks.world > 1 and _joined and dist.is_initialized():
         dist.destroy_process_group()
         _joined = False
+    if ranks.world > 1 and network is not None:
+        _KEPT.append(network)
 
 
 def same_data(ranks: Ranks, fingerprint: str) -> None:

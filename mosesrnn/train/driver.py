@@ -104,7 +104,7 @@ def _run(family: Family, config, should_stop) -> Outcome:
                    loss=task.loss_definition, data=data.description, unigram_ppl=task.unigram_ppl,
                    config=config.to_dict(), recipe=recipe)
     result = loop.run(should_stop)
-    distributed.finish(ranks)
+    distributed.finish(ranks, task.network)
     log.info("stopped (%s) after %d updates: %s; %.0f %s/s", result.stop_reason, result.updates,
              result.best.summary if result.best else "not validated yet", result.examples_per_second, task.unit)
     return Outcome(result, task, data, loop)
