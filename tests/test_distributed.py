@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -26,10 +27,20 @@ TINY = ["--embed-dim", "8", "--hidden-dim", "16", "--maxout-units", "8", "--outp
 
 
 def torchrun(output, updates: int) -> subprocess.CompletedProcess:
+    """Two ranks of ``mosesrnn train``; one that outlives 300 s is killed with its ranks (torchrun, killed alone,
+    leaves them running) and fails the test."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "mosesrnn",
                "train", TABLE, "-o", str(output), "--batch-size", "8", "--max-updates", str(updates), *TINY]
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, env=environment)
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment,
+                          start_new_session=True) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 def test_two_processes_update_as_one_with_their_joint_batch_and_resume(tmp_path):
